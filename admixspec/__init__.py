@@ -1,0 +1,22 @@
+"""admixspec: genetic ancestry by a spectral tensor-eigenpair method.
+
+Public API (everything else is internal and may change).
+"""
+
+from .exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
+from .genotypes import MISSING, Genotypes
+from .simulate import SimulatedData, simulate_balding_nichols
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdmixspecError",
+    "ConvergenceWarning",
+    "Genotypes",
+    "InputError",
+    "MISSING",
+    "SimulatedData",
+    "UsageError",
+    "__version__",
+    "simulate_balding_nichols",
+]
