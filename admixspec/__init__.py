@@ -5,6 +5,7 @@ Public API (everything else is internal and may change).
 
 from .exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
 from .genotypes import MISSING, Genotypes
+from .metrics import match_components, q_error
 from .simulate import SimulatedData, simulate_balding_nichols
 
 __version__ = "0.1.0"
@@ -18,5 +19,7 @@ __all__ = [
     "SimulatedData",
     "UsageError",
     "__version__",
+    "match_components",
+    "q_error",
     "simulate_balding_nichols",
 ]
