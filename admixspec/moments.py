@@ -1,0 +1,173 @@
+"""Second- and third-order moments of genotype data, streamed over SNP blocks.
+
+In the admixture model the *samples* are SNPs and the *features* are
+individuals: ``x_j = g_j / 2`` is the column of individual frequencies at SNP
+``j`` and ``E[x_j | h_j] = W^T h_j`` with ``W = Q^T``. Binomial noise is
+independent across individuals, so moment entries whose indices are all
+distinct are unbiased; the diagonal of ``M2`` and the repeated-index entries
+of ``M3`` are not, and are handled by :mod:`admixspec.denoise`.
+
+Nothing here forms an ``m x m x m`` array: the third moment is only ever
+needed contracted with an ``m x K`` matrix, and every data-sized quantity is a
+sum over SNPs, accumulated block by block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "SecondMoments",
+    "ThirdMomentTerms",
+    "frequency_blocks",
+    "second_moments",
+    "whitened_third_moment_terms",
+]
+
+#: SNPs per block: a block of 1,000 individuals is 8 MB of float64 per 1,000 SNPs.
+DEFAULT_BLOCK_SIZE = 8192
+
+
+def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=DEFAULT_BLOCK_SIZE):
+    """Yield float64 blocks of ``x = g / 2`` over SNP columns.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        Genotype dosages, -1 for missing.
+    snps : numpy.ndarray of int, optional
+        Column indices to use (default: all), in the order given.
+    flip : numpy.ndarray of bool, shape (len(snps),), optional
+        Columns whose other allele is counted instead (``x -> 1 - x``).
+    fill : callable, optional
+        ``fill(columns) -> (n_individuals, len(columns))`` float array of
+        expected frequencies used where the call is missing (imputation by
+        the current model). Default: the SNP's observed mean frequency.
+    block_size : int
+        SNPs per block.
+
+    Yields
+    ------
+    columns : numpy.ndarray of int
+        Positions (in ``snps``) of the block's columns.
+    x : numpy.ndarray, float64, shape (n_individuals, len(columns))
+        Allele frequencies in {0, 1/2, 1}, missing entries imputed.
+    """
+    index = np.arange(dosage.shape[1]) if snps is None else np.asarray(snps)
+    for start in range(0, len(index), block_size):
+        positions = np.arange(start, min(start + block_size, len(index)))
+        block = dosage[:, index[positions]]
+        x = block.astype(np.float64) * 0.5
+        missing = block < 0
+        if missing.any():
+            if fill is None:
+                observed = ~missing
+                counts = np.maximum(observed.sum(axis=0), 1)
+                means = np.where(observed, x, 0.0).sum(axis=0) / counts
+                x = np.where(missing, means[None, :], x)
+            else:
+                x = np.where(missing, fill(index[positions]), x)
+        if flip is not None:
+            f = flip[positions]
+            x[:, f] = 1.0 - x[:, f]
+        yield positions, x
+
+
+@dataclass
+class SecondMoments:
+    """Uncentred second moment of the individuals' allele frequencies.
+
+    Attributes
+    ----------
+    M2 : numpy.ndarray, float64, shape (m, m)
+        ``(1/n) sum_j x_j x_j^T``; its diagonal is biased by binomial noise.
+    mean : numpy.ndarray, float64, shape (m,)
+        ``(1/n) sum_j x_j``.
+    n_snps : int
+        Number of SNPs summed over.
+    """
+
+    M2: np.ndarray
+    mean: np.ndarray
+    n_snps: int
+
+
+def second_moments(blocks) -> SecondMoments:
+    """Accumulate the second moment over an iterable of frequency blocks.
+
+    Parameters
+    ----------
+    blocks : iterable of (columns, x)
+        As yielded by :func:`frequency_blocks`.
+
+    Returns
+    -------
+    SecondMoments
+    """
+    M2 = None
+    total = None
+    n = 0
+    for _, x in blocks:
+        if M2 is None:
+            M2 = np.zeros((x.shape[0], x.shape[0]))
+            total = np.zeros(x.shape[0])
+        M2 += x @ x.T
+        total += x.sum(axis=1)
+        n += x.shape[1]
+    if M2 is None or n == 0:
+        raise ValueError("no SNPs to compute moments from")
+    return SecondMoments(M2=M2 / n, mean=total / n, n_snps=n)
+
+
+@dataclass
+class ThirdMomentTerms:
+    """The data-sized pieces of the masked third-moment right-hand side.
+
+    With ``B`` (m, K) fixed and ``z_j = B^T x_j``:
+
+    Attributes
+    ----------
+    full : numpy.ndarray, shape (K, K, K)
+        ``(1/n) sum_j z_j^{(x)3}`` (all index triples).
+    pair : numpy.ndarray, shape (m, K)
+        Row ``a`` is ``(1/n) sum_j x_ja^2 z_j`` (the ``a = b`` terms).
+    cube : numpy.ndarray, shape (m,)
+        ``(1/n) sum_j x_ja^3`` (the ``a = b = c`` terms).
+    """
+
+    full: np.ndarray
+    pair: np.ndarray
+    cube: np.ndarray
+
+
+def whitened_third_moment_terms(blocks, B) -> ThirdMomentTerms:
+    """Stream the three sums needed by the masked least squares.
+
+    Parameters
+    ----------
+    blocks : iterable of (columns, x)
+        Frequency blocks, x of shape (m, block).
+    B : numpy.ndarray, shape (m, K)
+        Rows ``b_a``: ``B = (K^+)^T`` of the whitening.
+
+    Returns
+    -------
+    ThirdMomentTerms
+    """
+    m, K = B.shape
+    full = np.zeros((K, K, K))
+    pair = np.zeros((m, K))
+    cube = np.zeros(m)
+    n = 0
+    for _, x in blocks:
+        z = B.T @ x  # (K, block)
+        # sum_j z_j (x) z_j (x) z_j as one BLAS product: (K*K, block) @ (block, K)
+        outer = (z[:, None, :] * z[None, :, :]).reshape(K * K, -1)
+        full += (outer @ z.T).reshape(K, K, K)
+        squared = x * x
+        pair += squared @ z.T
+        cube += (squared * x).sum(axis=1)
+        n += x.shape[1]
+    return ThirdMomentTerms(full=full / n, pair=pair / n, cube=cube / n)

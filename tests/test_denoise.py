@@ -1,0 +1,93 @@
+"""Diagonal completion, whitening and the masked third-moment least squares."""
+
+import numpy as np
+import pytest
+
+from admixspec.denoise import (
+    complete_diagonal,
+    masked_tensor_operator,
+    solve_masked_tensor,
+    symmetrize3,
+    whiten,
+)
+from admixspec.moments import (
+    frequency_blocks,
+    second_moments,
+    whitened_third_moment_terms,
+)
+
+from .reference import dense_third_moment, distinct_mask, masked_least_squares_tensor
+
+
+def _binomial_data(m=9, n=4000, K=3, seed=0):
+    rng = np.random.default_rng(seed)
+    Q = rng.dirichlet(np.ones(K), size=m)
+    H = (rng.random((K, n)) < 0.4).astype(float)  # binary allele frequencies
+    dosage = rng.binomial(2, Q @ H).astype(np.int8)
+    return dosage, Q, H
+
+
+class TestCompleteDiagonal:
+    def test_complete_diagonal__recovers_low_rank_diagonal(self):
+        rng = np.random.default_rng(1)
+        A = rng.random((30, 3))
+        low_rank = A @ A.T
+        R, n_iter = complete_diagonal(low_rank + np.diag(rng.random(30)), 3)
+        np.testing.assert_allclose(R, low_rank, atol=1e-8)
+        assert n_iter > 1
+
+    def test_complete_diagonal__keeps_off_diagonal(self):
+        rng = np.random.default_rng(2)
+        M = rng.random((10, 10))
+        M = M + M.T
+        R, _ = complete_diagonal(M, 2)
+        off = ~np.eye(10, dtype=bool)
+        np.testing.assert_array_equal(R[off], M[off])
+
+
+class TestWhiten:
+    def test_whiten__gives_identity(self):
+        rng = np.random.default_rng(3)
+        A = rng.random((12, 4))
+        white = whiten(A @ A.T, 4)
+        np.testing.assert_allclose(white.K_white.T @ (A @ A.T) @ white.K_white, np.eye(4), atol=1e-10)
+        np.testing.assert_allclose(white.K_white.T @ white.B, np.eye(4), atol=1e-10)
+
+    def test_whiten__rejects_rank_deficient(self):
+        A = np.ones((5, 1))
+        with pytest.raises(ValueError, match="rank"):
+            whiten(A @ A.T, 2)
+
+
+class TestMaskedTensor:
+    def test_operator__matches_dense_masked_sum(self):
+        rng = np.random.default_rng(4)
+        m, K = 6, 3
+        B = rng.normal(size=(m, K))
+        T = symmetrize3(rng.normal(size=(K, K, K)))
+        full = np.einsum("abc,ia,jb,kc->ijk", T, B, B, B)  # T(b_i, b_j, b_k)
+        masked = np.where(distinct_mask(m), full, 0.0)
+        expected = np.einsum("ijk,ia,jb,kc->abc", masked, B, B, B)
+        np.testing.assert_allclose(masked_tensor_operator(T, B), expected, atol=1e-10)
+
+    def test_solve__matches_dense_least_squares(self):
+        dosage, _, _ = _binomial_data()
+        X = dosage / 2.0
+        moments = second_moments(frequency_blocks(dosage, block_size=1000))
+        R, _ = complete_diagonal(moments.M2, 3)
+        white = whiten(R, 3)
+        terms = whitened_third_moment_terms(frequency_blocks(dosage, block_size=700), white.B)
+        W, info = solve_masked_tensor(terms, white.B)
+        expected = masked_least_squares_tensor(dense_third_moment(X), white.B.T)
+        np.testing.assert_allclose(W, symmetrize3(expected), atol=1e-9)
+        assert info["relative_residual"] < 1e-10
+
+    def test_streamed_terms__match_dense_third_moment(self):
+        dosage, _, _ = _binomial_data(m=5, n=300)
+        X = dosage / 2.0
+        B = np.random.default_rng(5).normal(size=(5, 2))
+        terms = whitened_third_moment_terms(frequency_blocks(dosage, block_size=64), B)
+        M3 = dense_third_moment(X)
+        np.testing.assert_allclose(terms.full, np.einsum("abc,ai,bj,ck->ijk", M3, B, B, B), atol=1e-12)
+        np.testing.assert_allclose(terms.cube, np.einsum("aaa->a", M3), atol=1e-12)
+        np.testing.assert_allclose(terms.pair, np.einsum("aac,ck->ak", M3, B), atol=1e-12)
