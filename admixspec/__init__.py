@@ -7,6 +7,7 @@ from .exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageErr
 from .genotypes import MISSING, Genotypes
 from .metrics import match_components, q_error
 from .simulate import SimulatedData, simulate_balding_nichols
+from .tensor import TensorEigenpairs, eigenpairs
 
 __version__ = "0.1.0"
 
@@ -17,8 +18,10 @@ __all__ = [
     "InputError",
     "MISSING",
     "SimulatedData",
+    "TensorEigenpairs",
     "UsageError",
     "__version__",
+    "eigenpairs",
     "match_components",
     "q_error",
     "simulate_balding_nichols",
