@@ -6,6 +6,7 @@ Public API (everything else is internal and may change).
 from .exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
 from .genotypes import MISSING, Genotypes
 from .metrics import match_components, q_error
+from .plot import align_components, ancestry_palette, plot_ancestry, plot_cv
 from .simulate import SimulatedData, simulate_balding_nichols
 from .tensor import TensorEigenpairs, eigenpairs
 
@@ -21,8 +22,12 @@ __all__ = [
     "TensorEigenpairs",
     "UsageError",
     "__version__",
+    "align_components",
+    "ancestry_palette",
     "eigenpairs",
     "match_components",
+    "plot_ancestry",
+    "plot_cv",
     "q_error",
     "simulate_balding_nichols",
 ]

@@ -1,0 +1,462 @@
+"""ADMIXTURE-style ancestry bar plots and CV-error curves.
+
+The figure of every admixture paper: one stacked bar per individual, the
+height of each colour its ancestry proportion, individuals grouped by
+population. Several K are stacked as panels in numeric K order and each
+ancestral component keeps one colour from panel to panel: components are
+matched between consecutive panels by optimal assignment (the Hungarian
+algorithm) on their overlap, as pong and CLUMPP do, and a component that is
+new at a larger K gets a new colour. :func:`align_components` exposes the
+permutations.
+
+matplotlib is imported inside the functions, so ``import admixspec`` stays
+light; figures are made with :class:`matplotlib.figure.Figure` directly (no
+pyplot state, no GUI backend).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from .exceptions import InputError, UsageError
+
+__all__ = ["align_components", "ancestry_palette", "plot_ancestry", "plot_cv"]
+
+logger = logging.getLogger("admixspec")
+
+#: Colour-blind-safe colours for K <= 12: Okabe & Ito (2008) without black,
+#: then Paul Tol's "muted" scheme for the rest.
+PALETTE_12 = (
+    "#0072B2",  # blue (Okabe-Ito)
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#56B4E9",  # sky blue
+    "#CC79A7",  # reddish purple
+    "#F0E442",  # yellow
+    "#332288",  # indigo (Tol muted)
+    "#882255",  # wine
+    "#999933",  # olive
+    "#88CCEE",  # cyan
+    "#BBBBBB",  # grey
+)
+
+_FORMATS = (".png", ".pdf", ".svg")
+
+
+def ancestry_palette(K: int) -> list[str]:
+    """Colours for K ancestral components, as hex strings.
+
+    Up to 12 components: a colour-blind-safe palette (Okabe–Ito, then Paul
+    Tol's muted colours). Beyond 12: matplotlib's ``tab20``, ``tab20b`` and
+    ``tab20c`` (60 distinct colours, then repeated) — distinguishable on
+    screen but not guaranteed colour-blind safe.
+
+    Parameters
+    ----------
+    K : int
+        Number of colours, >= 1.
+
+    Returns
+    -------
+    list of str, length K
+
+    Examples
+    --------
+    >>> ancestry_palette(3)
+    ['#0072B2', '#E69F00', '#009E73']
+    >>> len(ancestry_palette(30)), len(set(ancestry_palette(30)))
+    (30, 30)
+    """
+    if K < 1:
+        raise UsageError(f"K must be >= 1, got {K}")
+    if K <= len(PALETTE_12):
+        return list(PALETTE_12[:K])
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    colours = [
+        to_hex(c)
+        for name in ("tab20", "tab20b", "tab20c")
+        for c in colormaps[name].colors
+    ]
+    return [colours[k % len(colours)] for k in range(K)]
+
+
+def _as_q(item, index: int) -> tuple[np.ndarray, str]:
+    """Return (Q, default panel name) for an array or a path."""
+    if isinstance(item, (str, os.PathLike)):
+        path = Path(item)
+        try:
+            Q = np.loadtxt(path, dtype=float, ndmin=2)
+        except FileNotFoundError:
+            raise InputError("file not found", path=path) from None
+        except ValueError as err:
+            raise InputError(f"not a Q matrix ({err})", path=path) from None
+        if Q.size == 0:
+            raise InputError("Q file is empty", path=path)
+        return Q, path.name
+    Q = np.asarray(item, dtype=float)
+    if Q.ndim != 2:
+        raise UsageError(f"Q #{index} must be 2-d (individuals x K), got {Q.shape}")
+    return Q, f"Q #{index}"
+
+
+def _overlap(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Shared mass ``sum_i min(A[i, a], B[i, b])``, shape (K_A, K_B)."""
+    return np.minimum(A[:, :, None], B[:, None, :]).sum(axis=0)
+
+
+def align_components(Qs) -> list[np.ndarray]:
+    """Permutations that give each ancestral component one colour across panels.
+
+    Panels are visited in numeric K order (ties keep their input order, so
+    several runs at one K are aligned to each other). Each panel's columns are
+    matched to the already-aligned columns of the panel before it by the
+    Hungarian algorithm, maximising their overlap
+    ``sum_i min(Q_prev[i, a], Q[i, b])``; at a larger K the unmatched
+    columns become new components, numbered by decreasing mean proportion.
+
+    Parameters
+    ----------
+    Qs : sequence of array_like, float, shape (n_individuals, K_j)
+        Ancestry proportions of one set of individuals (same rows) at any K.
+
+    Returns
+    -------
+    list of numpy.ndarray, int64, shape (K_j,)
+        In input order: ``perm`` such that ``Q[:, perm]`` is the aligned
+        panel, i.e. aligned column (colour) ``c`` is original column
+        ``perm[c]``. The smallest-K panel keeps its own order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Q2 = np.array([[0.9, 0.1], [0.1, 0.9], [0.5, 0.5]])
+    >>> Q3 = np.array([[0.0, 0.1, 0.9], [0.8, 0.1, 0.1], [0.1, 0.4, 0.5]])
+    >>> [p.tolist() for p in align_components([Q3, Q2])]
+    [[2, 0, 1], [0, 1]]
+    """
+    mats = [np.asarray(Q, dtype=float) for Q in Qs]
+    if not mats:
+        return []
+    n = mats[0].shape[0]
+    for j, Q in enumerate(mats):
+        if Q.ndim != 2 or Q.shape[0] != n:
+            raise UsageError(
+                f"every Q needs the same individuals: Q #{j} has shape {Q.shape}, "
+                f"the first has {n} rows"
+            )
+    order = sorted(range(len(mats)), key=lambda j: mats[j].shape[1])
+    perms: list[np.ndarray | None] = [None] * len(mats)
+    previous = None
+    for j in order:
+        Q = mats[j]
+        K = Q.shape[1]
+        if previous is None:
+            perm = np.arange(K, dtype=np.int64)
+        else:
+            rows, cols = linear_sum_assignment(_overlap(previous, Q), maximize=True)
+            perm = np.full(max(K, previous.shape[1]), -1, dtype=np.int64)
+            perm[rows] = cols
+            leftover = np.setdiff1d(np.arange(K), cols)
+            leftover = leftover[np.argsort(-Q[:, leftover].mean(axis=0), kind="stable")]
+            free = np.flatnonzero(perm < 0)
+            perm[free[: len(leftover)]] = leftover
+            perm = perm[perm >= 0]
+        perms[j] = perm
+        previous = Q[:, perm]
+    return perms  # type: ignore[return-value]
+
+
+def _individual_order(Q: np.ndarray, labels, population_order):
+    """Order individuals: by population, then by the population's main component.
+
+    Returns (order, groups) where groups is a list of (name, start, stop)
+    in plotting coordinates.
+    """
+    n = Q.shape[0]
+    if labels is None:
+        dominant = Q.argmax(axis=1)
+        order = np.lexsort((-Q[np.arange(n), dominant], dominant))
+        return order, []
+    labels = np.asarray(labels, dtype=str)
+    present = list(dict.fromkeys(labels.tolist()))
+    if population_order is None:
+        populations = present
+    else:
+        populations = [str(p) for p in population_order]
+        unknown = [p for p in populations if p not in present]
+        if unknown:
+            raise UsageError(
+                f"population_order names populations not in the labels: {unknown}"
+            )
+        populations += [p for p in present if p not in populations]
+    order, groups, start = [], [], 0
+    for name in populations:
+        members = np.flatnonzero(labels == name)
+        main = Q[members].mean(axis=0).argmax()
+        members = members[np.argsort(-Q[members, main], kind="stable")]
+        order.append(members)
+        groups.append((name, start, start + len(members)))
+        start += len(members)
+    return np.concatenate(order), groups
+
+
+def plot_ancestry(
+    Qs,
+    *,
+    labels=None,
+    population_order=None,
+    names=None,
+    align: bool = True,
+    sort_panel: int = -1,
+    colors=None,
+    out=None,
+    title: str | None = None,
+    width: float | None = None,
+    panel_height: float = 1.2,
+    dpi: int = 150,
+    rotate_labels: bool | None = None,
+):
+    """Stacked-bar ancestry plot of one or several Q matrices.
+
+    Parameters
+    ----------
+    Qs : array_like or path, or a sequence of them
+        Q matrices, shape (n_individuals, K), for the same individuals in the
+        same row order; arrays or ``PREFIX.K.Q`` paths. Panels are drawn top
+        to bottom in numeric K order.
+    labels : sequence of str, shape (n_individuals,), optional
+        Population of each individual (see
+        :func:`admixspec.io.results.read_population_labels`). Without labels
+        individuals are grouped by their dominant component.
+    population_order : sequence of str, optional
+        Left-to-right order of populations; unlisted ones follow in order of
+        first appearance (the default order).
+    names : sequence of str, optional
+        Panel names, one per Q, in input order (default ``K=<K>``, plus the
+        file name when two panels share a K).
+    align : bool
+        Match components across panels so a component keeps its colour
+        (:func:`align_components`). With ``False`` columns are drawn as given.
+    sort_panel : int
+        Which panel (index in K order; default the largest K) decides the
+        order of individuals within a population: by decreasing share of the
+        population's mean dominant component.
+    colors : sequence of str, optional
+        One colour per aligned component (default :func:`ancestry_palette`).
+    out : str or os.PathLike, optional
+        Write the figure here; the format follows the extension (``.png``,
+        ``.pdf`` or ``.svg``).
+    title : str, optional
+        Figure title.
+    width, panel_height : float
+        Figure width (default from the number of individuals) and height of
+        one panel, in inches.
+    dpi : int
+        Resolution of a PNG.
+    rotate_labels : bool, optional
+        Rotate population names vertically (default: when the labels would
+        crowd).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure; ``fig.admixspec_permutations`` holds the alignment
+        permutations (input order) and ``fig.admixspec_order`` the plotted
+        order of individuals.
+
+    Raises
+    ------
+    UsageError
+        Inconsistent shapes, unknown populations in ``population_order`` or
+        an unsupported output extension.
+    InputError
+        An unreadable Q file.
+
+    Examples
+    --------
+    >>> from admixspec import simulate_balding_nichols
+    >>> sim = simulate_balding_nichols(30, 50, 3, seed=1)
+    >>> fig = plot_ancestry([sim.Q[:, :2] / sim.Q[:, :2].sum(1, keepdims=True), sim.Q],
+    ...                     labels=sim.populations)
+    >>> len(fig.axes)
+    2
+    """
+    from matplotlib.figure import Figure
+
+    if isinstance(Qs, (str, os.PathLike)) or (
+        isinstance(Qs, np.ndarray) and Qs.ndim == 2
+    ):
+        Qs = [Qs]
+    loaded = [_as_q(item, j) for j, item in enumerate(Qs)]
+    if not loaded:
+        raise UsageError("no Q matrix to plot")
+    mats = [Q for Q, _ in loaded]
+    n = mats[0].shape[0]
+    for (Q, source) in loaded:
+        if Q.shape[0] != n:
+            raise UsageError(
+                f"{source} has {Q.shape[0]} individuals, the first Q has {n}"
+            )
+    if labels is not None and len(labels) != n:
+        raise UsageError(f"{len(labels)} labels for {n} individuals")
+    if out is not None and Path(out).suffix.lower() not in _FORMATS:
+        raise UsageError(
+            f"cannot tell the figure format from {str(out)!r}: use .png, .pdf or .svg"
+        )
+    perms = (
+        align_components(mats) if align else [np.arange(Q.shape[1]) for Q in mats]
+    )
+    order_k = sorted(range(len(mats)), key=lambda j: mats[j].shape[1])
+    aligned = [mats[j][:, perms[j]] for j in order_k]
+    Ks = [Q.shape[1] for Q in aligned]
+    if names is None:
+        panel_names = [f"K={K}" for K in Ks]
+        for i, j in enumerate(order_k):
+            if Ks.count(Ks[i]) > 1:
+                panel_names[i] += f"\n{loaded[j][1]}"
+    else:
+        if len(names) != len(mats):
+            raise UsageError(f"{len(names)} names for {len(mats)} panels")
+        panel_names = [str(names[j]) for j in order_k]
+    colours = list(colors) if colors is not None else ancestry_palette(max(Ks))
+    if len(colours) < max(Ks):
+        raise UsageError(f"{len(colours)} colours for K = {max(Ks)} components")
+
+    order, groups = _individual_order(aligned[sort_panel], labels, population_order)
+    if width is None:
+        width = float(np.clip(4.0 + n / 60.0, 6.0, 18.0))
+    n_panels = len(aligned)
+    if rotate_labels is None:
+        longest = max((len(g[0]) for g in groups), default=0)
+        rotate_labels = len(groups) * (longest + 1) * 0.09 > width
+    bottom_margin = 0.0
+    if groups:
+        longest = max(len(g[0]) for g in groups)
+        bottom_margin = 0.12 * longest + 0.2 if rotate_labels else 0.35
+    height = panel_height * n_panels + bottom_margin + (0.4 if title else 0.1)
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    axes = fig.subplots(n_panels, 1, sharex=True, squeeze=False)[:, 0]
+    fig.subplots_adjust(
+        left=0.8 / width,
+        right=1 - 0.15 / width,
+        top=1 - (0.4 if title else 0.1) / height,
+        bottom=(bottom_margin + 0.05) / height,
+        hspace=0.08,
+    )
+    edges = np.arange(n + 1)
+    for ax, Q, name in zip(axes, aligned, panel_names):
+        rows = Q[order]
+        rows = rows / np.where(rows.sum(1, keepdims=True) > 0, rows.sum(1, keepdims=True), 1)
+        top = np.cumsum(rows, axis=1)
+        lower = np.zeros(n)
+        for k in range(Q.shape[1]):
+            ax.stairs(
+                top[:, k], edges, baseline=lower, fill=True, color=colours[k],
+                linewidth=0,
+            )
+            lower = top[:, k]
+        for _, start, stop in groups[1:]:
+            ax.axvline(start, color="black", linewidth=0.9)
+        ax.set_xlim(0, n)
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        ax.tick_params(axis="x", length=0)
+        ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=9)
+        for side in ("top", "right", "left", "bottom"):
+            ax.spines[side].set_linewidth(0.6)
+    bottom_ax = axes[-1]
+    if groups:
+        bottom_ax.set_xticks([(start + stop) / 2 for _, start, stop in groups])
+        bottom_ax.set_xticklabels(
+            [g[0] for g in groups],
+            rotation=90 if rotate_labels else 0,
+            fontsize=8 if rotate_labels else 9,
+        )
+        bottom_ax.tick_params(axis="x", length=0)
+    else:
+        bottom_ax.set_xticks([])
+        bottom_ax.set_xlabel(f"{n} individuals, grouped by dominant component")
+    if title:
+        fig.suptitle(title)
+    fig.admixspec_permutations = perms
+    fig.admixspec_order = order
+    if out is not None:
+        fig.savefig(out, dpi=dpi)
+        logger.info("wrote %s", out)
+    return fig
+
+
+def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
+    """Cross-validation error against K, with the best K marked.
+
+    Parameters
+    ----------
+    results : mapping or sequence
+        ``{K: cv_error}``, or paths to ``PREFIX.K.log`` files (or ADMIXTURE
+        logs) containing ``CV error (K=k): value`` lines.
+    out : str or os.PathLike, optional
+        Output file (``.png``, ``.pdf`` or ``.svg``).
+    title : str, optional
+        Axes title.
+    dpi : int
+        Resolution of a PNG.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    InputError
+        When the logs hold no CV error line.
+
+    Examples
+    --------
+    >>> fig = plot_cv({2: 0.61, 3: 0.55, 4: 0.56})
+    >>> fig.axes[0].get_title()
+    'best K = 3 (lowest CV error)'
+    """
+    from matplotlib.figure import Figure
+
+    from .io.results import read_run_log
+
+    if out is not None and Path(out).suffix.lower() not in _FORMATS:
+        raise UsageError(
+            f"cannot tell the figure format from {str(out)!r}: use .png, .pdf or .svg"
+        )
+    if isinstance(results, (str, os.PathLike)):
+        results = [results]
+    if hasattr(results, "items"):
+        cv = {int(K): float(v) for K, v in results.items()}
+    else:
+        cv = {}
+        for path in results:
+            cv.update(read_run_log(path)["cv_errors"])
+        if not cv:
+            raise InputError("no 'CV error (K=...)' line in the logs (run with --cv)")
+    Ks = sorted(cv)
+    values = [cv[K] for K in Ks]
+    best = Ks[int(np.argmin(values))]
+    fig = Figure(figsize=(4.5, 3.2), dpi=dpi)
+    ax = fig.add_subplot()
+    ax.plot(Ks, values, marker="o", color=PALETTE_12[0])
+    ax.plot([best], [cv[best]], marker="*", markersize=14, color=PALETTE_12[3],
+            linestyle="none", label=f"best K = {best}")
+    ax.set_xticks(Ks)
+    ax.set_xlabel("K")
+    ax.set_ylabel("CV error")
+    ax.set_title(title or f"best K = {best} (lowest CV error)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    if out is not None:
+        fig.savefig(out, dpi=dpi)
+        logger.info("wrote %s", out)
+    return fig

@@ -1,0 +1,209 @@
+"""Ancestry bar plots, CV plots, component alignment and label/log readers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from admixspec import InputError, UsageError, simulate_balding_nichols
+from admixspec.io.results import (
+    find_runs,
+    read_population_labels,
+    read_run_log,
+    summarize_runs,
+)
+from admixspec.plot import align_components, ancestry_palette, plot_ancestry, plot_cv
+
+
+def _nested_truth(n=90, K_max=5, seed=3):
+    """Q at K = 2..K_max where K is K+1 with its last component merged into the first.
+
+    Component 0 is the largest, so at every split K -> K+1 the piece that keeps
+    the parent's index (and colour) is component 0 and the new one is K.
+    """
+    rng = np.random.default_rng(seed)
+    alpha = np.linspace(1.0, 0.3, K_max)
+    alpha[0] = 2.0
+    Q = rng.dirichlet(alpha * 0.5, size=n)
+    truth = {K_max: Q}
+    for K in range(K_max - 1, 1, -1):
+        Q = truth[K + 1]
+        merged = Q[:, :K].copy()
+        merged[:, 0] += Q[:, K]
+        truth[K] = merged
+    return truth
+
+
+def _png_pixels(path):
+    from matplotlib.image import imread
+
+    return imread(str(path))
+
+
+class TestAlignComponents:
+    def test_align_components__recovers_known_shuffle_across_K(self):
+        truth = _nested_truth()
+        rng = np.random.default_rng(11)
+        Ks = [4, 2, 5, 3]  # deliberately not in K order
+        shuffles = {K: rng.permutation(K) for K in Ks}
+        shuffles[2] = np.arange(2)  # the smallest-K panel keeps its order
+        Qs = [truth[K][:, shuffles[K]] for K in Ks]
+        perms = align_components(Qs)
+        for K, Q, perm in zip(Ks, Qs, perms):
+            np.testing.assert_array_equal(shuffles[K][perm], np.arange(K))
+            np.testing.assert_allclose(Q[:, perm], truth[K])
+
+    def test_align_components__matches_two_runs_at_same_K(self):
+        truth = _nested_truth()[4]
+        noise = np.random.default_rng(0).uniform(0, 0.05, truth.shape)
+        other = truth + noise
+        other /= other.sum(1, keepdims=True)
+        shuffle = np.array([2, 3, 0, 1])
+        perms = align_components([truth, other[:, shuffle]])
+        np.testing.assert_array_equal(perms[0], np.arange(4))
+        np.testing.assert_array_equal(shuffle[perms[1]], np.arange(4))
+
+    def test_align_components__rejects_different_row_counts(self):
+        with pytest.raises(UsageError, match="same individuals"):
+            align_components([np.ones((3, 2)) / 2, np.ones((4, 2)) / 2])
+
+
+class TestPalette:
+    def test_ancestry_palette__distinct_up_to_60(self):
+        for K in (1, 2, 12, 13, 60):
+            colours = ancestry_palette(K)
+            assert len(colours) == K
+            assert len(set(colours)) == K
+
+    def test_ancestry_palette__rejects_zero(self):
+        with pytest.raises(UsageError):
+            ancestry_palette(0)
+
+
+class TestPlotAncestry:
+    def test_plot_ancestry__png_has_panels_in_K_order_and_is_not_blank(self, tmp_path):
+        truth = _nested_truth()
+        labels = np.array([f"P{k}" for k in truth[5].argmax(1)])
+        out = tmp_path / "bars.png"
+        fig = plot_ancestry(
+            [truth[5], truth[3], truth[2], truth[4]], labels=labels, out=out, dpi=80
+        )
+        assert [ax.get_ylabel() for ax in fig.axes] == ["K=2", "K=3", "K=4", "K=5"]
+        pixels = _png_pixels(out)
+        width, height = fig.get_size_inches() * 80
+        assert pixels.shape[:2] == (round(height), round(width))
+        rgb = pixels[..., :3]
+        # many distinct colours, and most of the image is not white
+        assert len(np.unique(rgb.reshape(-1, 3), axis=0)) >= 5
+        assert (rgb.min(axis=2) < 0.95).mean() > 0.4
+        # the blue of component 0 is present
+        blue = np.array([0x00, 0x72, 0xB2]) / 255
+        assert (np.abs(rgb - blue).max(axis=2) < 0.02).sum() > 100
+
+    def test_plot_ancestry__groups_populations_and_sorts_within(self):
+        sim = simulate_balding_nichols(40, 30, 3, alpha=0.5, seed=2)
+        labels = np.where(np.arange(40) % 2 == 0, "EVEN", "ODD")
+        fig = plot_ancestry(sim.Q, labels=labels, population_order=["ODD", "EVEN"])
+        order = fig.admixspec_order
+        assert np.all(labels[order[:20]] == "ODD")
+        assert np.all(labels[order[20:]] == "EVEN")
+        ticks = [t.get_text() for t in fig.axes[-1].get_xticklabels()]
+        assert ticks == ["ODD", "EVEN"]
+        for block in (order[:20], order[20:]):
+            main = sim.Q[block].mean(0).argmax()
+            assert np.all(np.diff(sim.Q[block, main]) <= 0)
+
+    @pytest.mark.parametrize("suffix", [".pdf", ".svg"])
+    def test_plot_ancestry__writes_vector_formats(self, tmp_path, suffix):
+        out = tmp_path / f"bars{suffix}"
+        plot_ancestry(_nested_truth()[3], out=out)
+        head = out.read_bytes()[:200]
+        assert (b"%PDF" in head) if suffix == ".pdf" else (b"<svg" in out.read_bytes())
+
+    def test_plot_ancestry__reads_q_files(self, tmp_path):
+        truth = _nested_truth()
+        for K in (2, 3):
+            np.savetxt(tmp_path / f"run.{K}.Q", truth[K], fmt="%.6f")
+        paths = [tmp_path / "run.3.Q", tmp_path / "run.2.Q"]
+        fig = plot_ancestry(paths)
+        assert [ax.get_ylabel() for ax in fig.axes] == ["K=2", "K=3"]
+
+    def test_plot_ancestry__rejects_unknown_extension(self, tmp_path):
+        with pytest.raises(UsageError, match="format"):
+            plot_ancestry(_nested_truth()[2], out=tmp_path / "x.jpeg2")
+
+    def test_plot_ancestry__rejects_unknown_population(self):
+        with pytest.raises(UsageError, match="NOPE"):
+            plot_ancestry(
+                _nested_truth()[2], labels=["A"] * 90, population_order=["NOPE"]
+            )
+
+    def test_plot_ancestry__rejects_mismatched_individuals(self):
+        with pytest.raises(UsageError, match="individuals"):
+            plot_ancestry([np.full((5, 2), 0.5), np.full((6, 2), 0.5)])
+
+    def test_plot_ancestry__missing_file_is_input_error(self, tmp_path):
+        with pytest.raises(InputError, match="not found"):
+            plot_ancestry(tmp_path / "absent.3.Q")
+
+
+class TestPlotCV:
+    def test_plot_cv__marks_lowest_error_from_logs(self, tmp_path):
+        for K, cv in [(2, 0.7), (3, 0.52), (4, 0.55)]:
+            (tmp_path / f"r.{K}.log").write_text(
+                f"Loglikelihood: -{K}00.5\nCV error (K={K}): {cv}\n"
+            )
+        out = tmp_path / "cv.png"
+        fig = plot_cv(sorted(tmp_path.glob("r.*.log")), out=out)
+        assert fig.axes[0].get_title().startswith("best K = 3")
+        assert _png_pixels(out).shape[0] > 100
+
+    def test_plot_cv__logs_without_cv_are_input_error(self, tmp_path):
+        log = tmp_path / "r.2.log"
+        log.write_text("Loglikelihood: -1\n")
+        with pytest.raises(InputError, match="CV error"):
+            plot_cv([log])
+
+
+class TestReaders:
+    def test_read_population_labels__pop_fam_and_table(self, tmp_path):
+        (tmp_path / "a.pop").write_text("YRI\n-\nCEU\n")
+        assert read_population_labels(tmp_path / "a.pop").tolist() == ["YRI", "-", "CEU"]
+        (tmp_path / "a.fam").write_text("F1 s1 0 0 0 -9\nF2 s2 0 0 0 -9\n")
+        assert read_population_labels(tmp_path / "a.fam").tolist() == ["F1", "F2"]
+        assert read_population_labels(tmp_path / "a.fam", sample_ids=["s2", "s1"]).tolist() == [
+            "F2",
+            "F1",
+        ]
+        (tmp_path / "a.csv").write_text("id,pop,extra\ns1,A,x\ns2,B,y\n")
+        assert read_population_labels(tmp_path / "a.csv", sample_ids=["s2"]).tolist() == ["B"]
+
+    def test_read_population_labels__unlabelled_sample_is_input_error(self, tmp_path):
+        (tmp_path / "l.tsv").write_text("sample_id\tpopulation\ns1\tA\n")
+        with pytest.raises(InputError, match="no population label: s9"):
+            read_population_labels(tmp_path / "l.tsv", sample_ids=["s1", "s9"])
+
+    def test_read_population_labels__pop_count_mismatch_is_input_error(self, tmp_path):
+        (tmp_path / "a.pop").write_text("A\nB\n")
+        with pytest.raises(InputError, match="2 labels for 3"):
+            read_population_labels(tmp_path / "a.pop", sample_ids=["x", "y", "z"])
+
+    def test_summarize_runs__reads_logs_and_json(self, tmp_path):
+        for K, cv in [(3, 0.5), (2, 0.6), (10, 0.7)]:
+            np.savetxt(tmp_path / f"r.{K}.Q", np.full((2, K), 1 / K))
+            (tmp_path / f"r.{K}.log").write_text(
+                f"1 (EM)\tLoglikelihood: -99\nLoglikelihood: -{K}.5\nCV error (K={K}): {cv}\n"
+            )
+            (tmp_path / f"r.{K}.json").write_text(f'{{"timings": {{"a": {K}, "b": 1.5}}}}')
+        assert [K for K, _ in find_runs(tmp_path / "r")] == [2, 3, 10]
+        table = summarize_runs(tmp_path / "r")
+        assert table["K"].tolist() == [2, 3, 10]
+        assert table["loglik"].tolist() == [-2.5, -3.5, -10.5]
+        assert table["seconds"].tolist() == [3.5, 4.5, 11.5]
+        assert table["best"].tolist() == [False, True, False]
+
+    def test_read_run_log__admixture_tutorial_log(self, hapmap3_fixture):
+        log = hapmap3_fixture / "starmie_extdata" / "log3.out"
+        info = read_run_log(log)
+        assert info["loglik"] == pytest.approx(-3799887.17, abs=0.01)
+        assert set(info["cv_errors"]) == {3}
