@@ -88,23 +88,37 @@ def ancestry_palette(K: int) -> list[str]:
     return [colours[k % len(colours)] for k in range(K)]
 
 
-def _as_q(item, index: int) -> tuple[np.ndarray, str]:
-    """Return (Q, default panel name) for an array or a path."""
-    if isinstance(item, (str, os.PathLike)):
-        path = Path(item)
-        try:
-            Q = np.loadtxt(path, dtype=float, ndmin=2)
-        except FileNotFoundError:
-            raise InputError("file not found", path=path) from None
-        except ValueError as err:
-            raise InputError(f"not a Q matrix ({err})", path=path) from None
-        if Q.size == 0:
-            raise InputError("Q file is empty", path=path)
-        return Q, path.name
-    Q = np.asarray(item, dtype=float)
-    if Q.ndim != 2:
-        raise UsageError(f"Q #{index} must be 2-d (individuals x K), got {Q.shape}")
-    return Q, f"Q #{index}"
+def _load_panels(Qs, Ks) -> list[tuple[np.ndarray, str]]:
+    """(Q, source name) for arrays, ``.Q`` paths and run prefixes."""
+    from .io.admixture import read_q
+    from .io.results import find_runs
+
+    if isinstance(Qs, (str, os.PathLike)) or (
+        isinstance(Qs, np.ndarray) and Qs.ndim == 2
+    ):
+        Qs = [Qs]
+    panels = []
+    for index, item in enumerate(Qs):
+        if isinstance(item, (str, os.PathLike)):
+            path = Path(item)
+            if path.is_file():
+                panels.append((read_q(path), path.name))
+                continue
+            runs = find_runs(path)
+            if not runs:
+                raise InputError("no such Q file, nor PREFIX.K.Q files", path=path)
+            panels.extend((read_q(q_path), q_path.name) for _, q_path in runs)
+            continue
+        Q = np.asarray(item, dtype=float)
+        if Q.ndim != 2:
+            raise UsageError(f"Q #{index} must be 2-d (individuals x K), got {Q.shape}")
+        panels.append((Q, f"Q #{index}"))
+    if Ks is not None:
+        wanted = {int(K) for K in Ks}
+        panels = [p for p in panels if p[0].shape[1] in wanted]
+    if not panels:
+        raise UsageError("no Q matrix to plot" + (f" with K in {sorted(Ks)}" if Ks else ""))
+    return panels
 
 
 def _overlap(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -212,7 +226,9 @@ def plot_ancestry(
     Qs,
     *,
     labels=None,
+    sample_ids=None,
     population_order=None,
+    Ks=None,
     names=None,
     align: bool = True,
     sort_panel: int = -1,
@@ -230,15 +246,22 @@ def plot_ancestry(
     ----------
     Qs : array_like or path, or a sequence of them
         Q matrices, shape (n_individuals, K), for the same individuals in the
-        same row order; arrays or ``PREFIX.K.Q`` paths. Panels are drawn top
-        to bottom in numeric K order.
-    labels : sequence of str, shape (n_individuals,), optional
-        Population of each individual (see
-        :func:`admixspec.io.results.read_population_labels`). Without labels
-        individuals are grouped by their dominant component.
+        same row order: arrays, ``PREFIX.K.Q`` paths, or run prefixes (every
+        ``PREFIX.K.Q`` found). Panels are drawn top to bottom in numeric K
+        order.
+    labels : sequence of str, shape (n_individuals,), or path, optional
+        Population of each individual, or a file of them (``.pop``, ``.fam``
+        or CSV/TSV; see :func:`admixspec.io.results.read_population_labels`).
+        Without labels individuals are grouped by their dominant component.
+    sample_ids : sequence of str or path, optional
+        Sample IDs in Q row order (or a ``.fam``/``.bed``/VCF/ID-list file,
+        see :func:`admixspec.io.results.read_sample_ids`), to look a CSV/TSV
+        label table up by ID.
     population_order : sequence of str, optional
         Left-to-right order of populations; unlisted ones follow in order of
         first appearance (the default order).
+    Ks : sequence of int, optional
+        Keep only the panels with these K.
     names : sequence of str, optional
         Panel names, one per Q, in input order (default ``K=<K>``, plus the
         file name when two panels share a K).
@@ -291,13 +314,9 @@ def plot_ancestry(
     """
     from matplotlib.figure import Figure
 
-    if isinstance(Qs, (str, os.PathLike)) or (
-        isinstance(Qs, np.ndarray) and Qs.ndim == 2
-    ):
-        Qs = [Qs]
-    loaded = [_as_q(item, j) for j, item in enumerate(Qs)]
-    if not loaded:
-        raise UsageError("no Q matrix to plot")
+    from .io.results import read_population_labels, read_sample_ids
+
+    loaded = _load_panels(Qs, Ks)
     mats = [Q for Q, _ in loaded]
     n = mats[0].shape[0]
     for (Q, source) in loaded:
@@ -305,6 +324,12 @@ def plot_ancestry(
             raise UsageError(
                 f"{source} has {Q.shape[0]} individuals, the first Q has {n}"
             )
+    if isinstance(sample_ids, (str, os.PathLike)):
+        sample_ids = read_sample_ids(sample_ids)
+    if sample_ids is not None and len(sample_ids) != n:
+        raise UsageError(f"{len(sample_ids)} sample IDs for {n} individuals")
+    if isinstance(labels, (str, os.PathLike)):
+        labels = read_population_labels(labels, sample_ids=sample_ids)
     if labels is not None and len(labels) != n:
         raise UsageError(f"{len(labels)} labels for {n} individuals")
     if out is not None and Path(out).suffix.lower() not in _FORMATS:
@@ -399,9 +424,10 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
 
     Parameters
     ----------
-    results : mapping or sequence
+    results : mapping, path or sequence of paths
         ``{K: cv_error}``, or paths to ``PREFIX.K.log`` files (or ADMIXTURE
-        logs) containing ``CV error (K=k): value`` lines.
+        logs) containing ``CV error (K=k): value`` lines, or run prefixes
+        (the ``PREFIX.K.log`` beside every ``PREFIX.K.Q``).
     out : str or os.PathLike, optional
         Output file (``.png``, ``.pdf`` or ``.svg``).
     title : str, optional
@@ -426,7 +452,7 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
     """
     from matplotlib.figure import Figure
 
-    from .io.results import read_run_log
+    from .io.results import find_runs, read_run_log
 
     if out is not None and Path(out).suffix.lower() not in _FORMATS:
         raise UsageError(
@@ -434,6 +460,17 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
         )
     if isinstance(results, (str, os.PathLike)):
         results = [results]
+    if not hasattr(results, "items"):
+        expanded = []
+        for item in results:
+            if Path(item).is_file():
+                expanded.append(Path(item))
+            else:
+                runs = find_runs(item)
+                if not runs:
+                    raise InputError("no such log file, nor PREFIX.K.Q files", path=item)
+                expanded.extend(Path(str(q)[: -len(".Q")] + ".log") for _, q in runs)
+        results = [p for p in expanded if p.is_file()]
     if hasattr(results, "items"):
         cv = {int(K): float(v) for K, v in results.items()}
     else:

@@ -143,8 +143,28 @@ class TestPlotAncestry:
             plot_ancestry([np.full((5, 2), 0.5), np.full((6, 2), 0.5)])
 
     def test_plot_ancestry__missing_file_is_input_error(self, tmp_path):
-        with pytest.raises(InputError, match="not found"):
+        with pytest.raises(InputError, match="no such Q file"):
             plot_ancestry(tmp_path / "absent.3.Q")
+
+    def test_plot_ancestry__expands_prefix_and_looks_labels_up_by_id(self, tmp_path):
+        truth = _nested_truth(n=6)
+        for K in (2, 3, 4):
+            np.savetxt(tmp_path / f"run.{K}.Q", truth[K], fmt="%.6f")
+        (tmp_path / "run.fam").write_text(
+            "".join(f"f{i} s{i} 0 0 0 -9\n" for i in range(6))
+        )
+        (tmp_path / "labels.tsv").write_text(
+            "sample_id\tpopulation\n"
+            + "".join(f"s{i}\t{'AB'[i % 2]}\n" for i in reversed(range(6)))
+        )
+        fig = plot_ancestry(
+            tmp_path / "run",
+            labels=tmp_path / "labels.tsv",
+            sample_ids=tmp_path / "run.fam",
+            Ks=[2, 4],
+        )
+        assert [ax.get_ylabel() for ax in fig.axes] == ["K=2", "K=4"]
+        assert sorted(fig.admixspec_order[:3] % 2) == [0, 0, 0]
 
 
 class TestPlotCV:
@@ -156,6 +176,10 @@ class TestPlotCV:
         out = tmp_path / "cv.png"
         fig = plot_cv(sorted(tmp_path.glob("r.*.log")), out=out)
         assert fig.axes[0].get_title().startswith("best K = 3")
+        for K in (2, 3, 4):
+            np.savetxt(tmp_path / f"r.{K}.Q", np.full((2, K), 1 / K))
+        fig = plot_cv(tmp_path / "r")
+        assert fig.axes[0].get_lines()[0].get_xdata().tolist() == [2, 3, 4]
         assert _png_pixels(out).shape[0] > 100
 
     def test_plot_cv__logs_without_cv_are_input_error(self, tmp_path):

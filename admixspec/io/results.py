@@ -21,7 +21,13 @@ import numpy as np
 
 from ..exceptions import InputError
 
-__all__ = ["find_runs", "read_population_labels", "read_run_log", "summarize_runs"]
+__all__ = [
+    "find_runs",
+    "read_population_labels",
+    "read_run_log",
+    "read_sample_ids",
+    "summarize_runs",
+]
 
 _ID_COLUMNS = ("sample_id", "sample", "id", "iid", "individual", "ind")
 _POP_COLUMNS = ("population", "pop", "label", "group", "cluster")
@@ -141,6 +147,55 @@ def read_population_labels(path, *, sample_ids=None) -> np.ndarray:
             f"{len(labels)} labels for {len(sample_ids)} individuals", path=path
         )
     return labels
+
+
+def read_sample_ids(path) -> np.ndarray:
+    """Sample IDs in Q row order, from the run's input or a list of IDs.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A PLINK ``.fam`` (its IID column) or ``.bed`` (its sibling ``.fam``),
+        a VCF/VCF.gz/BCF (the header's samples), or a text file with one ID
+        per line.
+
+    Returns
+    -------
+    numpy.ndarray of str, shape (n_individuals,)
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.fam"
+    >>> _ = p.write_text("F1 s1 0 0 0 -9\\nF2 s2 0 0 0 -9\\n")
+    >>> read_sample_ids(p).tolist()
+    ['s1', 's2']
+    """
+    path = Path(path)
+    name = path.name.lower()
+    if name.endswith(".bed"):
+        path = path.with_suffix(".fam")
+        name = path.name.lower()
+    if name.endswith((".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")):
+        if not path.is_file():
+            raise InputError("file not found", path=path)
+        from cyvcf2 import VCF
+
+        try:
+            vcf = VCF(str(path))
+        except (OSError, ValueError) as err:
+            raise InputError(f"cannot read VCF header ({err})", path=path) from None
+        samples = np.array(vcf.samples, dtype=str)
+        vcf.close()
+        return samples
+    lines = _read_lines(path)
+    if name.endswith(".fam"):
+        fields = [line.split() for line in lines]
+        for number, row in enumerate(fields, start=1):
+            if len(row) < 2:
+                raise InputError(".fam line has fewer than 2 fields", path=path, line=number)
+        return np.array([row[1] for row in fields], dtype=str)
+    return np.array([line.split()[0] for line in lines], dtype=str)
 
 
 def find_runs(prefix) -> list[tuple[int, Path]]:
