@@ -4,7 +4,9 @@ Public API (everything else is internal and may change).
 """
 
 from .exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
+from .filters import apply_filters, check_K
 from .genotypes import MISSING, Genotypes
+from .io import read_genotypes, read_p, read_q, write_p, write_q
 from .metrics import match_components, q_error
 from .plot import align_components, ancestry_palette, plot_ancestry, plot_cv
 from .simulate import SimulatedData, simulate_balding_nichols
@@ -24,10 +26,17 @@ __all__ = [
     "__version__",
     "align_components",
     "ancestry_palette",
+    "apply_filters",
+    "check_K",
     "eigenpairs",
     "match_components",
     "plot_ancestry",
     "plot_cv",
     "q_error",
+    "read_genotypes",
+    "read_p",
+    "read_q",
     "simulate_balding_nichols",
+    "write_p",
+    "write_q",
 ]

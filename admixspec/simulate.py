@@ -58,6 +58,18 @@ def _dirichlet_rows(rng, n, K, alpha, unadmixed_fraction):
     return Q
 
 
+def _assign_alleles(genotypes: Genotypes) -> None:
+    """Give SNP j valid, distinct nucleotide alleles (deterministic, no RNG use).
+
+    The counted allele becomes VCF REF / ``.bim`` A2, so simulated data can be
+    written as VCF and PLINK and read back identically.
+    """
+    j = np.arange(genotypes.n_snps)
+    bases = np.array(list("ACGT"))
+    genotypes.variants["counted"] = bases[j % 4]
+    genotypes.variants["other"] = bases[(j % 4 + 1 + (j // 4) % 3) % 4]
+
+
 def simulate_balding_nichols(
     n_individuals: int = 200,
     n_snps: int = 10_000,
@@ -117,6 +129,7 @@ def simulate_balding_nichols(
         dosage[rng.random(dosage.shape) < missing_rate] = MISSING
     populations = np.array([f"pop{k + 1}" for k in Q.argmax(axis=1)])
     genotypes = Genotypes.from_array(dosage)
+    _assign_alleles(genotypes)
     parameters = {
         "model": "balding_nichols",
         "n_individuals": n_individuals,

@@ -1,0 +1,272 @@
+"""Variant and individual filters, and checks that the data are usable.
+
+Each filter returns a new :class:`~admixspec.genotypes.Genotypes` and appends
+one entry to its ``filter_log``::
+
+    {"filter": "maf", "unit": "variants", "removed": 12,
+     "reason": "minor allele frequency < 0.05"}
+
+:func:`apply_filters` runs them in PLINK's order: ``--mind`` (individuals
+with too many missing calls), then ``--geno`` (SNPs with too many missing
+calls), then monomorphic sites, then ``--maf``. Thresholds follow PLINK:
+an individual/SNP is removed when its missing fraction is *strictly greater*
+than ``mind``/``geno``, a SNP when its minor allele frequency is *strictly
+less* than ``maf``. Frequencies are computed over called genotypes only.
+
+The biallelic-SNP filter (multiallelic sites, indels, symbolic alleles) runs
+inside the readers, which cannot represent other variants; its counts are in
+the ``"biallelic_snp"`` entry they write.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .exceptions import InputError, UsageError
+from .genotypes import MISSING, Genotypes
+
+__all__ = [
+    "apply_filters",
+    "check_K",
+    "check_usable",
+    "filter_geno",
+    "filter_maf",
+    "filter_mind",
+    "filter_monomorphic",
+    "snp_statistics",
+]
+
+_COLUMN_BLOCK = 8192
+
+
+def snp_statistics(dosage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-SNP call counts and counted-allele sums, per-individual missing counts.
+
+    Streams over blocks of SNP columns, so the temporaries stay small.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
+
+    Returns
+    -------
+    called : int64, shape (n_snps,)
+        Non-missing calls per SNP.
+    allele_sum : int64, shape (n_snps,)
+        Sum of called dosages per SNP (copies of the counted allele).
+    missing_per_individual : int64, shape (n_individuals,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> called, sums, missing = snp_statistics(np.array([[0, -1], [2, 1]], np.int8))
+    >>> called.tolist(), sums.tolist(), missing.tolist()
+    ([2, 1], [2, 1], [1, 0])
+    """
+    n, m = dosage.shape
+    called = np.empty(m, dtype=np.int64)
+    allele_sum = np.empty(m, dtype=np.int64)
+    missing_rows = np.zeros(n, dtype=np.int64)
+    for start in range(0, m, _COLUMN_BLOCK):
+        block = dosage[:, start : start + _COLUMN_BLOCK]
+        is_missing = block == MISSING
+        called[start : start + block.shape[1]] = n - is_missing.sum(axis=0)
+        allele_sum[start : start + block.shape[1]] = block.sum(axis=0, dtype=np.int64) + (
+            is_missing.sum(axis=0)
+        )  # add back the -1 of each missing call
+        missing_rows += is_missing.sum(axis=1)
+    return called, allele_sum, missing_rows
+
+
+def _log(genotypes: Genotypes, name: str, unit: str, removed: int, reason: str) -> None:
+    genotypes.filter_log.append(
+        {"filter": name, "unit": unit, "removed": int(removed), "reason": reason}
+    )
+
+
+def _keep_snps(genotypes: Genotypes, keep: np.ndarray) -> Genotypes:
+    if keep.all():
+        return genotypes.subset()
+    return genotypes.subset(snps=np.flatnonzero(keep))
+
+
+def _check_fraction(value: float, name: str, upper: float = 1.0) -> None:
+    if not 0.0 <= value <= upper:
+        raise UsageError(f"{name} must lie in [0, {upper:g}], got {value:g}")
+
+
+def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:
+    """Remove individuals whose missing-call fraction exceeds ``mind``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> g = Genotypes.from_array(np.array([[0, 1], [-1, -1], [2, 1]]))
+    >>> filter_mind(g, 0.5).n_individuals
+    2
+    """
+    _check_fraction(mind, "mind")
+    if genotypes.n_snps == 0:
+        result = genotypes.subset()
+        _log(result, "mind", "individuals", 0, f"missing-call fraction > {mind:g}")
+        return result
+    _, _, missing_rows = snp_statistics(genotypes.dosage)
+    keep = missing_rows / genotypes.n_snps <= mind
+    result = genotypes.subset(individuals=np.flatnonzero(keep))
+    _log(
+        result, "mind", "individuals", np.count_nonzero(~keep),
+        f"missing-call fraction > {mind:g}",
+    )
+    return result
+
+
+def filter_geno(genotypes: Genotypes, geno: float) -> Genotypes:
+    """Remove SNPs whose missing-call fraction exceeds ``geno``."""
+    _check_fraction(geno, "geno")
+    called, _, _ = snp_statistics(genotypes.dosage)
+    n = max(genotypes.n_individuals, 1)
+    keep = (n - called) / n <= geno
+    result = _keep_snps(genotypes, keep)
+    _log(
+        result, "geno", "variants", np.count_nonzero(~keep),
+        f"missing-call fraction > {geno:g}",
+    )
+    return result
+
+
+def _minor_allele_frequency(genotypes: Genotypes) -> tuple[np.ndarray, np.ndarray]:
+    called, allele_sum, _ = snp_statistics(genotypes.dosage)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frequency = np.where(called > 0, allele_sum / (2.0 * np.maximum(called, 1)), 0.0)
+    return np.minimum(frequency, 1 - frequency), called
+
+
+def filter_monomorphic(genotypes: Genotypes) -> Genotypes:
+    """Remove SNPs with a single observed allele (or no called genotype).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> g = Genotypes.from_array(np.array([[0, 1, 2], [0, 2, -1]]))
+    >>> filter_monomorphic(g).n_snps
+    1
+    """
+    maf, called = _minor_allele_frequency(genotypes)
+    keep = (maf > 0) & (called > 0)
+    result = _keep_snps(genotypes, keep)
+    _log(
+        result, "monomorphic", "variants", np.count_nonzero(~keep),
+        "monomorphic (one observed allele) or no called genotype",
+    )
+    return result
+
+
+def filter_maf(genotypes: Genotypes, maf: float) -> Genotypes:
+    """Remove SNPs whose minor allele frequency is below ``maf``."""
+    _check_fraction(maf, "maf", upper=0.5)
+    frequency, _ = _minor_allele_frequency(genotypes)
+    keep = frequency >= maf
+    result = _keep_snps(genotypes, keep)
+    _log(
+        result, "maf", "variants", np.count_nonzero(~keep),
+        f"minor allele frequency < {maf:g}",
+    )
+    return result
+
+
+def apply_filters(
+    genotypes: Genotypes,
+    *,
+    maf: float = 0.0,
+    geno: float = 1.0,
+    mind: float = 1.0,
+    drop_monomorphic: bool = True,
+) -> Genotypes:
+    """Apply ``--mind``, ``--geno``, the monomorphic filter and ``--maf``, in order.
+
+    A filter whose threshold keeps everything (``mind=1``, ``geno=1``,
+    ``maf=0``) is skipped and leaves no log entry.
+
+    Parameters
+    ----------
+    genotypes : Genotypes
+    maf : float in [0, 0.5]
+        Minimum minor allele frequency.
+    geno : float in [0, 1]
+        Maximum missing-call fraction per SNP.
+    mind : float in [0, 1]
+        Maximum missing-call fraction per individual.
+    drop_monomorphic : bool
+        Remove SNPs with one observed allele.
+
+    Returns
+    -------
+    Genotypes
+        A filtered copy; ``filter_log`` extended.
+
+    Examples
+    --------
+    >>> from admixspec import simulate_balding_nichols
+    >>> g = simulate_balding_nichols(30, 400, 2, missing_rate=0.02, seed=3).genotypes
+    >>> out = apply_filters(g, maf=0.05, geno=0.1)
+    >>> [entry["filter"] for entry in out.filter_log]
+    ['geno', 'monomorphic', 'maf']
+    """
+    _check_fraction(maf, "maf", upper=0.5)
+    _check_fraction(geno, "geno")
+    _check_fraction(mind, "mind")
+    result = genotypes
+    if mind < 1.0:
+        result = filter_mind(result, mind)
+    if geno < 1.0:
+        result = filter_geno(result, geno)
+    if drop_monomorphic:
+        result = filter_monomorphic(result)
+    if maf > 0.0:
+        result = filter_maf(result, maf)
+    return result
+
+
+def check_usable(genotypes: Genotypes) -> None:
+    """Raise :class:`InputError` unless at least 2 individuals and 2 SNPs remain.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_usable(Genotypes.from_array(np.zeros((1, 5))))
+    Traceback (most recent call last):
+    ...
+    admixspec.exceptions.InputError: fewer than 2 individuals left after filtering (1 left)
+    """
+    if genotypes.n_individuals < 2:
+        raise InputError(
+            "fewer than 2 individuals left after filtering "
+            f"({genotypes.n_individuals} left)",
+            path=genotypes.source,
+        )
+    if genotypes.n_snps < 2:
+        raise InputError(
+            f"fewer than 2 usable SNPs left after filtering ({genotypes.n_snps} left)",
+            path=genotypes.source,
+        )
+
+
+def check_K(K: int, n_individuals: int) -> None:
+    """Raise :class:`UsageError` unless ``1 <= K < n_individuals``.
+
+    Examples
+    --------
+    >>> check_K(3, 60)
+    >>> check_K(0, 60)
+    Traceback (most recent call last):
+    ...
+    admixspec.exceptions.UsageError: K must be at least 1, got 0
+    """
+    if isinstance(K, bool) or int(K) != K:
+        raise UsageError(f"K must be an integer, got {K!r}")
+    if K < 1:
+        raise UsageError(f"K must be at least 1, got {K}")
+    if K >= n_individuals:
+        raise UsageError(
+            f"K must be smaller than the number of individuals ({n_individuals}), got {K}"
+        )

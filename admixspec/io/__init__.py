@@ -1,0 +1,41 @@
+"""Readers and writers: genotypes (VCF/BCF, PLINK), ADMIXTURE files, simulations."""
+
+from .admixture import (
+    CLAMP,
+    atomic_write,
+    output_path,
+    read_admixture_log,
+    read_p,
+    read_pop,
+    read_q,
+    write_json,
+    write_p,
+    write_q,
+    write_text,
+)
+from .plink import plink_prefix, read_plink, write_plink
+from .reader import detect_format, read_genotypes, read_keep
+from .vcf import parse_region, read_vcf, write_vcf
+
+__all__ = [
+    "CLAMP",
+    "atomic_write",
+    "detect_format",
+    "output_path",
+    "parse_region",
+    "plink_prefix",
+    "read_admixture_log",
+    "read_genotypes",
+    "read_keep",
+    "read_p",
+    "read_pop",
+    "read_plink",
+    "read_q",
+    "read_vcf",
+    "write_json",
+    "write_p",
+    "write_plink",
+    "write_q",
+    "write_text",
+    "write_vcf",
+]

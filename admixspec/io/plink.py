@@ -1,0 +1,283 @@
+"""PLINK 1 binary filesets (.bed/.bim/.fam) through bed-reader.
+
+The counted allele is ``.bim`` column 6 (A2), ADMIXTURE's convention: the
+dosage is the number of A2 copies (bed-reader ``count_A1=False``) and P is the
+A2 frequency. The ``.bed`` magic bytes and its size against the ``.bim`` and
+``.fam`` line counts are checked before any genotype is read.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import InputError
+from ..genotypes import MISSING, Genotypes
+
+__all__ = ["plink_prefix", "read_plink", "write_plink"]
+
+_BED_MAGIC = b"\x6c\x1b"
+_SNP_MAJOR = 1
+
+
+def plink_prefix(path) -> Path:
+    """The fileset prefix of a ``.bed``/``.bim``/``.fam`` path or of a prefix.
+
+    Examples
+    --------
+    >>> str(plink_prefix("data/example.bed")), str(plink_prefix("data/example"))
+    ('data/example', 'data/example')
+    """
+    path = Path(path)
+    if path.suffix in (".bed", ".bim", ".fam"):
+        return path.with_suffix("")
+    return path
+
+
+def _read_table(path: Path, columns: list[str], kind: str) -> pd.DataFrame:
+    if not path.exists():
+        raise InputError(f"file not found (the {kind} file of the PLINK fileset)", path=path)
+    try:
+        table = pd.read_csv(
+            path, sep=r"\s+", header=None, dtype=str, engine="c", na_filter=False,
+            comment=None,
+        )
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in columns})
+    except (pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot parse {kind} file ({error})", path=path) from None
+    if table.shape[1] != len(columns):
+        raise InputError(
+            f"expected {len(columns)} columns in a {kind} file, found {table.shape[1]}",
+            path=path,
+        )
+    table.columns = columns
+    return table
+
+
+def read_fam(path) -> pd.DataFrame:
+    """Read a ``.fam`` file (columns fid, iid, father, mother, sex, pheno; str)."""
+    return _read_table(Path(path), ["fid", "iid", "father", "mother", "sex", "pheno"], ".fam")
+
+
+def read_bim(path) -> pd.DataFrame:
+    """Read a ``.bim`` file (columns chrom, id, cm, pos, a1, a2; str)."""
+    return _read_table(Path(path), ["chrom", "id", "cm", "pos", "a1", "a2"], ".bim")
+
+
+def check_bed(path, n_individuals: int, n_snps: int) -> None:
+    """Validate a ``.bed`` header and size against the ``.fam``/``.bim`` counts.
+
+    Raises
+    ------
+    InputError
+        Wrong magic bytes, individual-major mode, or a size other than
+        ``3 + n_snps * ceil(n_individuals / 4)`` bytes.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found (the .bed file of the PLINK fileset)", path=path)
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(3)
+    if len(head) < 3 or head[:2] != _BED_MAGIC:
+        raise InputError(
+            "not a PLINK 1 .bed file (wrong magic bytes: expected 6c 1b, found "
+            f"{head[:2].hex(' ') or 'nothing'})",
+            path=path,
+        )
+    if head[2] != _SNP_MAJOR:
+        raise InputError(
+            "individual-major .bed files are not supported (mode byte is not 01); "
+            "rewrite it with 'plink1.9 --bfile X --make-bed'",
+            path=path,
+        )
+    expected = 3 + n_snps * ((n_individuals + 3) // 4)
+    if size != expected:
+        raise InputError(
+            f"size {size} bytes disagrees with the .bim ({n_snps} SNPs) and .fam "
+            f"({n_individuals} individuals) line counts: expected {expected} bytes",
+            path=path,
+        )
+
+
+def _is_snp_allele(alleles: pd.Series) -> np.ndarray:
+    values = alleles.to_numpy(dtype=str)
+    return (np.char.str_len(values) == 1) & ~np.isin(values, ["*", "-", "."])
+
+
+def read_plink(
+    path,
+    *,
+    samples=None,
+    region: str | None = None,
+    num_threads: int | None = None,
+) -> Genotypes:
+    """Read a PLINK 1 fileset.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.bed`` (or ``.bim``/``.fam``) path, or the fileset prefix.
+    samples : sequence of str, optional
+        IIDs (``.fam`` column 2) to keep, all of which must exist; rows keep
+        the file order.
+    region : str, optional
+        ``chrom:start-end`` (1-based, inclusive) selecting ``.bim`` rows.
+    num_threads : int, optional
+        Threads bed-reader may use.
+
+    Returns
+    -------
+    Genotypes
+        dosage int8, shape (n_individuals, n_snps): copies of the ``.bim``
+        column-6 allele (A2), -1 missing. Variants with an allele longer than
+        one character (indels) or symbolic are dropped and counted under the
+        ``"biallelic_snp"`` entry of ``filter_log``; single-character allele
+        codes of any kind (ACGT, 1/2, 0 for a missing allele) are kept.
+    """
+    from bed_reader import open_bed
+
+    prefix = plink_prefix(path)
+    bed_path = Path(str(prefix) + ".bed")
+    if not bed_path.exists() and not Path(str(prefix) + ".bim").exists():
+        raise InputError("file not found", path=path if Path(path).suffix else bed_path)
+    fam = read_fam(str(prefix) + ".fam")
+    bim = read_bim(str(prefix) + ".bim")
+    check_bed(bed_path, len(fam), len(bim))
+    try:
+        positions = bim["pos"].astype(np.int64).to_numpy()
+    except ValueError:
+        raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
+
+    rows = np.arange(len(fam))
+    if samples is not None:
+        iids = fam["iid"].to_numpy()
+        unknown = [s for s in samples if s not in set(iids)]
+        if unknown:
+            raise InputError(
+                f"{len(unknown)} requested sample(s) not in the .fam file "
+                f"(first: {unknown[0]!r})",
+                path=str(prefix) + ".fam",
+            )
+        rows = np.flatnonzero(np.isin(iids, list(samples)))
+
+    columns_mask = np.ones(len(bim), dtype=bool)
+    if region is not None:
+        from .vcf import parse_region
+
+        chrom, start, end = parse_region(region)
+        columns_mask &= bim["chrom"].to_numpy() == chrom
+        if start is not None:
+            columns_mask &= positions >= start
+        if end is not None:
+            columns_mask &= positions <= end
+    in_region = int(columns_mask.sum())
+    snp = _is_snp_allele(bim["a1"]) & _is_snp_allele(bim["a2"])
+    not_snp = int(np.count_nonzero(columns_mask & ~snp))
+    columns_mask &= snp
+    columns = np.flatnonzero(columns_mask)
+
+    if len(rows) and len(columns):
+        with open_bed(
+            bed_path, iid_count=len(fam), sid_count=len(bim), count_A1=False,
+            num_threads=num_threads, skip_format_check=True,
+        ) as bed:
+            dosage = bed.read(index=np.s_[rows, columns], dtype="int8", order="C")
+        dosage[dosage == -127] = MISSING
+    else:
+        dosage = np.zeros((len(rows), len(columns)), dtype=np.int8)
+    selected = bim.iloc[columns]
+    variants = pd.DataFrame(
+        {
+            "chrom": selected["chrom"].to_numpy(dtype=object),
+            "pos": positions[columns],
+            "id": selected["id"].to_numpy(dtype=object),
+            "counted": selected["a2"].to_numpy(dtype=object),
+            "other": selected["a1"].to_numpy(dtype=object),
+        }
+    )
+    genotypes = Genotypes(
+        dosage=dosage,
+        samples=fam["iid"].to_numpy()[rows],
+        variants=variants,
+        families=fam["fid"].to_numpy()[rows].astype(str),
+        source=str(bed_path),
+    )
+    genotypes.filter_log.append(
+        {
+            "filter": "biallelic_snp",
+            "unit": "variants",
+            "removed": not_snp,
+            "reason": f"indel or symbolic allele ({not_snp}) out of {in_region} "
+            "variants read",
+            "details": {"indel_or_symbolic": not_snp, "records_read": in_region},
+        }
+    )
+    return genotypes
+
+
+def write_plink(prefix, genotypes: Genotypes) -> list[Path]:
+    """Write a PLINK 1 fileset ``prefix.bed/.bim/.fam`` atomically.
+
+    The counted allele goes to ``.bim`` column 6 (A2) and the other allele to
+    column 5 (A1), so :func:`read_plink` returns the same dosages. ``.fam``
+    gets FID = IID = sample ID (unless ``genotypes.families`` is set),
+    parents 0, sex 0 and phenotype -9, as ``plink1.9 --vcf`` writes.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The three files written.
+    """
+    from bed_reader import to_bed
+
+    prefix = Path(prefix)
+    folder = prefix.parent if str(prefix.parent) else Path(".")
+    variants = genotypes.variants
+    samples = genotypes.samples.astype(str)
+    families = samples if genotypes.families is None else genotypes.families.astype(str)
+    n = genotypes.n_individuals
+    properties = {
+        "fid": families,
+        "iid": samples,
+        "father": np.full(n, "0"),
+        "mother": np.full(n, "0"),
+        "sex": np.zeros(n, dtype=np.int32),
+        "pheno": np.full(n, "-9"),
+        "chromosome": variants["chrom"].astype(str).to_numpy(),
+        "sid": variants["id"].astype(str).to_numpy(),
+        "cm_position": np.zeros(genotypes.n_snps),
+        "bp_position": variants["pos"].to_numpy(dtype=np.int32),
+        "allele_1": variants["other"].astype(str).to_numpy(),
+        "allele_2": variants["counted"].astype(str).to_numpy(),
+    }
+    values = genotypes.dosage.copy()
+    values[values == MISSING] = -127
+    tmp_dir = tempfile.mkdtemp(prefix=f".{prefix.name}.", suffix=".tmp", dir=folder)
+    tmp_prefix = Path(tmp_dir) / prefix.name
+    targets = [Path(f"{prefix}{ext}") for ext in (".bed", ".bim", ".fam")]
+    try:
+        to_bed(f"{tmp_prefix}.bed", values, properties=properties, count_A1=False)
+        # bed-reader writes centimorgans as "0.0"; plink writes "0". Rewrite the
+        # .bim so the fileset is byte-identical to plink1.9 --vcf output.
+        bim_lines = [
+            f"{c}\t{i}\t0\t{p}\t{a1}\t{a2}\n"
+            for c, i, p, a1, a2 in zip(
+                properties["chromosome"], properties["sid"], properties["bp_position"],
+                properties["allele_1"], properties["allele_2"], strict=True,
+            )
+        ]
+        with open(f"{tmp_prefix}.bim", "w", encoding="utf-8", newline="\n") as handle:
+            handle.writelines(bim_lines)
+        for ext, target in zip((".bed", ".bim", ".fam"), targets, strict=True):
+            os.replace(f"{tmp_prefix}{ext}", target)
+    finally:
+        for leftover in Path(tmp_dir).iterdir():
+            leftover.unlink()
+        os.rmdir(tmp_dir)
+    return targets

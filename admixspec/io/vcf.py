@@ -1,0 +1,540 @@
+"""VCF / VCF.gz / BCF reading (cyvcf2) and writing (BGZF + tabix).
+
+Counted allele
+--------------
+For VCF/BCF input the counted allele is **REF**: the dosage is the number of
+REF copies and admixspec's (and ADMIXTURE's) P is the REF frequency. This is
+what ``plink1.9 --vcf X --keep-allele-order --make-bed`` puts in ``.bim``
+column 6 (A2), the allele ADMIXTURE's P describes, so the same data read as
+VCF and as the converted PLINK fileset give identical matrices.
+
+Ploidy policy
+-------------
+* A **haploid** call (``0`` or ``1``, e.g. male chrX/chrY, MT) is read as the
+  homozygous diploid genotype (dosage 2 or 0). This is how a PLINK 1 ``.bed``
+  stores haploid calls, so VCF and PLINK input agree, and it keeps the
+  allele-frequency estimate of such sites unbiased.
+* A **half call** (``0/.``, ``./1``) is read as missing (PLINK's
+  ``--vcf-half-call missing``).
+* A call of ploidy above 2 is read as missing.
+Counts of each case are recorded in :attr:`Genotypes.filter_log` under the
+``"ploidy"`` entry.
+
+Variant filter applied while reading
+------------------------------------
+Only biallelic SNPs are kept: REF a single base and ALT a single base, or
+no ALT at all (``.``; kept as a monomorphic site with other allele ``0``,
+like PLINK, so that the monomorphic filter reports it). Multiallelic sites,
+indels and symbolic or ``*`` alleles are skipped and counted under the
+``"biallelic_snp"`` entry of :attr:`Genotypes.filter_log`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import InputError, UsageError
+from ..genotypes import MISSING, Genotypes
+
+__all__ = ["BgzfWriter", "parse_region", "read_vcf", "write_vcf"]
+
+logger = logging.getLogger("admixspec")
+
+#: Variants decoded per numpy block.
+BLOCK_SIZE = 4096
+
+_BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+_GZIP_MAGIC = b"\x1f\x8b"
+_BCF_MAGIC = b"BCF"
+_SNP_BASES = frozenset("ACGTNacgtn")
+_REGION = re.compile(r"^([^:\s]+)(?::([\d,]+)?(?:-([\d,]+)?)?)?$")
+
+
+# --------------------------------------------------------------------------- region
+
+
+def parse_region(region: str) -> tuple[str, int | None, int | None]:
+    """Parse ``chrom``, ``chrom:start-end``, ``chrom:start-`` (1-based, inclusive).
+
+    Returns
+    -------
+    (chrom, start, end) : tuple
+        ``start``/``end`` are ``None`` when open.
+
+    Raises
+    ------
+    UsageError
+        If the text is not a region.
+
+    Examples
+    --------
+    >>> parse_region("2:1,000-2000")
+    ('2', 1000, 2000)
+    >>> parse_region("chrX")
+    ('chrX', None, None)
+    """
+    match = _REGION.match(region.strip())
+    if not match:
+        raise UsageError(f"invalid region {region!r}; expected chrom:start-end")
+    chrom, start, end = match.groups()
+    start_value = int(start.replace(",", "")) if start else None
+    end_value = int(end.replace(",", "")) if end else None
+    if start_value is not None and end_value is not None and end_value < start_value:
+        raise UsageError(f"invalid region {region!r}: end before start")
+    return chrom, start_value, end_value
+
+
+def _htslib_region(chrom, start, end) -> str:
+    if start is None and end is None:
+        return chrom
+    return f"{chrom}:{start or 1}-{end if end is not None else ''}".rstrip("-")
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_compressed_file(path: Path) -> None:
+    """Reject truncated BGZF/gzip files before htslib half-reads them."""
+    with open(path, "rb") as handle:
+        head = handle.read(18)
+        if head[:2] != _GZIP_MAGIC:
+            return
+        is_bgzf = len(head) >= 16 and head[3] & 4 and head[12:14] == b"BC"
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        if is_bgzf:
+            handle.seek(max(0, size - len(_BGZF_EOF)))
+            if handle.read() != _BGZF_EOF:
+                raise InputError(
+                    "truncated or corrupt BGZF file (the end-of-file block is missing)",
+                    path=path,
+                )
+            return
+    # Plain gzip: no end marker, so decompress once to validate (streaming).
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    with open(path, "rb") as handle:
+        try:
+            while chunk := handle.read(1 << 20):
+                decompressor.decompress(chunk, 0)
+                while decompressor.eof and decompressor.unused_data:
+                    rest = decompressor.unused_data
+                    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    decompressor.decompress(rest, 0)
+        except zlib.error as error:
+            raise InputError(f"corrupt gzip data ({error})", path=path) from None
+    if not decompressor.eof:
+        raise InputError("truncated gzip file (unexpected end of data)", path=path)
+
+
+def _has_index(path: Path) -> bool:
+    return any(Path(str(path) + suffix).exists() for suffix in (".tbi", ".csi"))
+
+
+def _open_vcf(path: Path, samples=None):
+    from cyvcf2 import VCF
+
+    try:
+        if samples is None:
+            return VCF(str(path), gts012=True)
+        return VCF(str(path), gts012=True, samples=list(samples))
+    except (OSError, Exception) as error:  # cyvcf2 raises bare Exception
+        raise InputError(f"cannot read as VCF/BCF ({error})", path=path) from None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _decode_block(calls: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Dosage of allele 0 (REF) from htslib allele indices.
+
+    Parameters
+    ----------
+    calls : int16, shape (b, n, ploidy + 1)
+        ``genotype.array()`` rows: allele indices, -1 missing, -2 padding
+        (haploid), last column the phase flag.
+    counts : int64, shape (3,)
+        Accumulates haploid, half and polyploid call counts (in place).
+
+    Returns
+    -------
+    int8, shape (b, n)
+    """
+    first = calls[..., 0]
+    second = calls[..., 1] if calls.shape[-1] > 2 else np.full_like(first, -2)
+    haploid = (second == -2) & (first >= 0)
+    half = ((first < 0) & (second >= 0)) | ((first >= 0) & (second == -1))
+    dosage = (first == 0).astype(np.int8) + (second == 0).astype(np.int8)
+    dosage[haploid] *= 2
+    missing = (first < 0) | (second == -1) | half
+    if calls.shape[-1] > 3:
+        poly = (calls[..., 2:-1] != -2).any(axis=-1) & ~missing
+        missing |= poly
+        counts[2] += int(np.count_nonzero(poly))
+    dosage[missing] = MISSING
+    counts[0] += int(np.count_nonzero(haploid))
+    counts[1] += int(np.count_nonzero(half))
+    return dosage
+
+
+def read_vcf(
+    path,
+    *,
+    samples=None,
+    region: str | None = None,
+    block_size: int = BLOCK_SIZE,
+) -> Genotypes:
+    """Read biallelic-SNP dosages from a VCF, VCF.gz or BCF file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.vcf``, ``.vcf.gz`` (BGZF or gzip) or ``.bcf``.
+    samples : sequence of str, optional
+        Sample IDs to keep (they must all exist); rows keep the file's order.
+    region : str, optional
+        ``chrom:start-end`` (1-based, inclusive); needs a ``.tbi``/``.csi``
+        index next to the file.
+    block_size : int
+        Variants decoded per numpy block.
+
+    Returns
+    -------
+    Genotypes
+        dosage int8, shape (n_samples, n_biallelic_snps): copies of REF, -1
+        missing. ``filter_log`` holds the ``"biallelic_snp"`` and ``"ploidy"``
+        entries described in the module docstring.
+
+    Raises
+    ------
+    InputError
+        Missing, truncated or unparsable file, no samples, no GT field, no
+        variant records, unknown sample IDs, region on an unindexed file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", path=path)
+    if path.is_dir():
+        raise InputError("is a directory, not a VCF/BCF file", path=path)
+    _check_compressed_file(path)
+    if region is not None:
+        chrom, start, end = parse_region(region)
+        if not _has_index(path):
+            raise InputError(
+                "--region needs an indexed file (no .tbi/.csi next to it; "
+                "create one with 'tabix -p vcf' or 'bcftools index')",
+                path=path,
+            )
+
+    vcf = _open_vcf(path)
+    try:
+        file_samples = list(vcf.samples)
+        if not file_samples:
+            raise InputError("has no samples (no genotype columns)", path=path)
+        if not _header_has_gt(vcf):
+            raise InputError("has no GT (genotype) FORMAT field in its header", path=path)
+        if samples is not None:
+            wanted = set(samples)
+            unknown = [s for s in samples if s not in set(file_samples)]
+            if unknown:
+                raise InputError(
+                    f"{len(unknown)} requested sample(s) not in the file "
+                    f"(first: {unknown[0]!r})",
+                    path=path,
+                )
+            keep = [s for s in file_samples if s in wanted]
+            vcf.close()
+            vcf = _open_vcf(path, samples=keep)
+            file_samples = list(vcf.samples)
+        iterator = vcf(_htslib_region(chrom, start, end)) if region is not None else vcf
+        result = _read_records(iterator, len(file_samples), path, block_size)
+    finally:
+        vcf.close()
+    dosage, variants, skipped, n_records, ploidy_counts = result
+    if n_records == 0 and region is None:
+        raise InputError("has no variant records (header only)", path=path)
+    genotypes = Genotypes(
+        dosage=dosage, samples=np.asarray(file_samples), variants=variants, source=str(path)
+    )
+    genotypes.filter_log.append(
+        {
+            "filter": "biallelic_snp",
+            "unit": "variants",
+            "removed": int(sum(skipped.values())),
+            "reason": "not a biallelic SNP (" + ", ".join(
+                f"{k}: {v}" for k, v in skipped.items()
+            ) + f") out of {n_records} records read",
+            "details": {**skipped, "records_read": n_records},
+        }
+    )
+    genotypes.filter_log.append(
+        {
+            "filter": "ploidy",
+            "unit": "genotype calls",
+            "removed": int(ploidy_counts[1] + ploidy_counts[2]),
+            "reason": (
+                f"half calls ({ploidy_counts[1]}) and calls of ploidy > 2 "
+                f"({ploidy_counts[2]}) set missing; haploid calls "
+                f"({ploidy_counts[0]}) read as homozygous"
+            ),
+            "details": {
+                "haploid_as_homozygous": int(ploidy_counts[0]),
+                "half_calls_missing": int(ploidy_counts[1]),
+                "polyploid_missing": int(ploidy_counts[2]),
+            },
+        }
+    )
+    return genotypes
+
+
+def _header_has_gt(vcf) -> bool:
+    for record in vcf.header_iter():
+        info = record.info()
+        if info.get("HeaderType") == "FORMAT" and info.get("ID") == "GT":
+            return True
+    return False
+
+
+def _read_records(iterator, n_samples: int, path: Path, block_size: int):
+    chrom_list: list[str] = []
+    pos_list: list[int] = []
+    id_list: list[str] = []
+    ref_list: list[str] = []
+    alt_list: list[str] = []
+    skipped = {"multiallelic": 0, "indel": 0, "symbolic_or_other": 0}
+    blocks: list[np.ndarray] = []
+    buffer: list[np.ndarray] = []
+    counts = np.zeros(3, dtype=np.int64)
+    n_records = 0
+    snp_bases = _SNP_BASES
+    try:
+        for variant in iterator:
+            n_records += 1
+            if n_records == 1 and "GT" not in variant.FORMAT:
+                raise InputError(
+                    "has no GT (genotype) field in its FORMAT column", path=path
+                )
+            ref = variant.REF
+            alts = variant.ALT
+            if len(alts) > 1:
+                skipped["multiallelic"] += 1
+                continue
+            alt = alts[0] if alts else "0"
+            if len(ref) != 1 or len(alt) != 1:
+                if ref.isalpha() and alt.isalpha():
+                    skipped["indel"] += 1
+                else:
+                    skipped["symbolic_or_other"] += 1
+                continue
+            if ref not in snp_bases or (alts and alt not in snp_bases):
+                skipped["symbolic_or_other"] += 1
+                continue
+            buffer.append(variant.genotype.array())
+            chrom_list.append(variant.CHROM)
+            pos_list.append(variant.POS)
+            id_list.append(variant.ID or ".")
+            ref_list.append(ref)
+            alt_list.append(alt)
+            if len(buffer) == block_size:
+                blocks.append(_decode_buffer(buffer, counts))
+                buffer = []
+    except InputError:
+        raise
+    except Exception as error:  # htslib parse errors surface as bare exceptions
+        raise InputError(
+            f"cannot parse VCF record {n_records + 1} ({error})", path=path
+        ) from None
+    if buffer:
+        blocks.append(_decode_buffer(buffer, counts))
+    n_snps = sum(block.shape[0] for block in blocks)
+    dosage = np.empty((n_samples, n_snps), dtype=np.int8)
+    column = 0
+    while blocks:
+        block = blocks.pop(0)
+        dosage[:, column : column + block.shape[0]] = block.T
+        column += block.shape[0]
+    variants = pd.DataFrame(
+        {
+            "chrom": pd.array(chrom_list, dtype=object),
+            "pos": np.asarray(pos_list, dtype=np.int64),
+            "id": pd.array(id_list, dtype=object),
+            "counted": pd.array(ref_list, dtype=object),
+            "other": pd.array(alt_list, dtype=object),
+        }
+    )
+    return dosage, variants, skipped, n_records, counts
+
+
+def _decode_buffer(buffer: list, counts: np.ndarray) -> np.ndarray:
+    width = max(calls.shape[1] for calls in buffer)
+    if all(calls.shape[1] == width for calls in buffer):
+        stacked = np.stack(buffer)
+    else:
+        stacked = np.full((len(buffer), buffer[0].shape[0], width), -2, dtype=np.int16)
+        for index, calls in enumerate(buffer):
+            stacked[index, :, : calls.shape[1] - 1] = calls[:, :-1]
+    return _decode_block(stacked, counts)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class BgzfWriter:
+    """Minimal BGZF (blocked gzip) writer, readable by htslib, tabix and gzip.
+
+    Parameters
+    ----------
+    handle : binary file object
+        Destination, opened for writing.
+    level : int
+        zlib compression level.
+    """
+
+    _BLOCK = 0xFF00
+
+    def __init__(self, handle, *, level: int = 6):
+        self._handle = handle
+        self._level = level
+        self._pending = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self._pending += data
+        while len(self._pending) >= self._BLOCK:
+            self._emit(bytes(self._pending[: self._BLOCK]))
+            del self._pending[: self._BLOCK]
+
+    def _emit(self, data: bytes) -> None:
+        compressor = zlib.compressobj(self._level, zlib.DEFLATED, -15)
+        payload = compressor.compress(data) + compressor.flush()
+        header = struct.pack(
+            "<BBBBIBBHBBHH", 31, 139, 8, 4, 0, 0, 255, 6, 66, 67, 2, len(payload) + 25
+        )
+        footer = struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data))
+        self._handle.write(header + payload + footer)
+
+    def close(self) -> None:
+        if self._pending:
+            self._emit(bytes(self._pending))
+            self._pending.clear()
+        self._handle.write(_BGZF_EOF)
+
+
+def _vcf_header(genotypes: Genotypes, source: str) -> bytes:
+    variants = genotypes.variants
+    lines = ["##fileformat=VCFv4.2", f"##source={source}"]
+    if len(variants):
+        lengths = variants.groupby("chrom", sort=False)["pos"].max()
+        lines += [f"##contig=<ID={chrom},length={int(n)}>" for chrom, n in lengths.items()]
+    lines.append('##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">')
+    columns = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT"]
+    lines.append("\t".join(columns + [str(s) for s in genotypes.samples]))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _vcf_body_chunks(genotypes: Genotypes, block_size: int):
+    # Dosage counts REF (allele 0): 2 -> 0/0, 1 -> 0/1, 0 -> 1/1, missing -> ./.
+    table = np.frombuffer(b"./.\t1/1\t0/1\t0/0\t", dtype=np.uint8).reshape(4, 4)
+    variants = genotypes.variants
+    chrom = variants["chrom"].astype(str).to_numpy()
+    pos = variants["pos"].to_numpy()
+    ids = variants["id"].astype(str).to_numpy()
+    ref = variants["counted"].astype(str).to_numpy()
+    alt = variants["other"].astype(str).to_numpy()
+    alt = np.where(np.isin(alt, ["0", ""]), ".", alt)
+    n = genotypes.n_individuals
+    for start in range(0, genotypes.n_snps, block_size):
+        stop = min(start + block_size, genotypes.n_snps)
+        codes = table[genotypes.dosage[:, start:stop].T.astype(np.int64) + 1]
+        codes[:, -1, 3] = ord("\n")
+        rows = codes.reshape(stop - start, 4 * n)
+        prefixes = [
+            f"{c}\t{p}\t{i}\t{r}\t{a}\t.\t.\t.\tGT\t".encode()
+            for c, p, i, r, a in zip(
+                chrom[start:stop], pos[start:stop], ids[start:stop],
+                ref[start:stop], alt[start:stop], strict=True,
+            )
+        ]
+        yield b"".join(
+            prefix + row.tobytes() for prefix, row in zip(prefixes, rows, strict=True)
+        )
+
+
+def write_vcf(
+    path,
+    genotypes: Genotypes,
+    *,
+    index: bool = True,
+    source: str = "admixspec",
+    block_size: int = 2048,
+) -> list[Path]:
+    """Write genotypes as an unphased VCF (BGZF-compressed when ``path`` ends in .gz).
+
+    REF is the counted allele (``variants["counted"]``), ALT the other one;
+    dosage 2/1/0/-1 becomes ``0/0``/``0/1``/``1/1``/``./.``. The file is
+    written atomically (temporary file, then rename).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``*.vcf`` or ``*.vcf.gz``.
+    genotypes : Genotypes
+    index : bool
+        For ``.gz`` output, also build a tabix ``.tbi`` index with the
+        ``tabix`` program (Debian/Ubuntu package ``tabix``); skipped with a
+        logged warning when ``tabix`` is not installed.
+    source : str
+        Value of the ``##source`` header line.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
+    path = Path(path)
+    compressed = path.name.endswith(".gz")
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".tmp.vcf.gz" if compressed else ".tmp.vcf",
+        dir=path.parent if str(path.parent) else ".",
+    )
+    tmp = Path(tmp_name)
+    tmp_index = Path(str(tmp) + ".tbi")
+    written = [path]
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            sink = BgzfWriter(raw) if compressed else raw
+            sink.write(_vcf_header(genotypes, source))
+            for chunk in _vcf_body_chunks(genotypes, block_size):
+                sink.write(chunk)
+            if compressed:
+                sink.close()
+        os.chmod(tmp, 0o644)
+        if compressed and index:
+            tabix = shutil.which("tabix")
+            if tabix is None:
+                logger.warning("tabix not found: %s written without a .tbi index", path)
+            else:
+                subprocess.run(
+                    [tabix, "-f", "-p", "vcf", str(tmp)],
+                    check=True, capture_output=True,
+                )
+                os.replace(tmp, path)
+                os.replace(tmp_index, Path(str(path) + ".tbi"))
+                written.append(Path(str(path) + ".tbi"))
+                return written
+        os.replace(tmp, path)
+        return written
+    except BaseException:
+        for leftover in (tmp, tmp_index):
+            if leftover.exists():
+                leftover.unlink()
+        raise
