@@ -1,0 +1,301 @@
+"""The spectral admixture estimator (seed paper §5, method.md §2–4).
+
+One *pass* turns a choice of moment SNPs into (Q, P):
+
+1. moments of ``x = g/2`` over the chosen SNPs, streamed in blocks
+   (:mod:`admixspec.moments`), counting each SNP's chosen allele;
+2. diagonal completion and whitening of M2, masked least squares for the
+   whitened third moment (:mod:`admixspec.denoise`);
+3. all Newton-stable eigenpairs (:mod:`admixspec.tensor`);
+4. candidates rescaled to sum to one, with range scores
+   (:mod:`admixspec.candidates`);
+5. likelihood-maximising subset search (:mod:`admixspec.search`).
+
+Which SNPs feed the moments matters more than anything else: the columns of
+``W^+`` are eigenvectors exactly when every counted allele is private to one
+ancestral population (method.md §4). Rare alleles are mostly private, so the
+first pass uses SNPs whose sample minor-allele count is small and counts the
+minor allele; a second pass reselects SNPs whose counted allele the first
+estimate's P places in one population only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .candidates import CandidateSet, make_candidates
+from .denoise import complete_diagonal, solve_masked_tensor, whiten
+from .moments import frequency_blocks, second_moments, whitened_third_moment_terms
+from .search import EPSILON, SubsetSearchResult, q_from_candidates, search_subsets
+from .tensor import TensorEigenpairs, eigenpairs
+
+__all__ = [
+    "SpectralPass",
+    "allele_counts",
+    "least_squares_frequencies",
+    "private_allele_snps",
+    "rare_allele_snps",
+    "snp_sample",
+    "spectral_pass",
+]
+
+logger = logging.getLogger("admixspec")
+
+
+def allele_counts(dosage, *, block_size=65536):
+    """Counted-allele and observed-allele totals per SNP.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (m, n)
+
+    Returns
+    -------
+    counted : numpy.ndarray, int64, shape (n,)
+        Copies of the counted allele among observed calls.
+    observed : numpy.ndarray, int64, shape (n,)
+        ``2 x`` the number of non-missing calls.
+    """
+    n = dosage.shape[1]
+    counted = np.empty(n, dtype=np.int64)
+    observed = np.empty(n, dtype=np.int64)
+    for start in range(0, n, block_size):
+        block = dosage[:, start : start + block_size]
+        present = block >= 0
+        counted[start : start + block_size] = np.where(present, block, 0).sum(axis=0)
+        observed[start : start + block_size] = 2 * present.sum(axis=0)
+    return counted, observed
+
+
+def rare_allele_snps(counted, observed, *, min_count=2, max_frequency=0.05):
+    """SNPs whose sample minor allele is rare, and which allele that is.
+
+    Parameters
+    ----------
+    counted, observed : numpy.ndarray, shape (n,)
+        From :func:`allele_counts`.
+    min_count : int
+        Smallest minor-allele count kept (singletons carry no covariance).
+    max_frequency : float
+        Largest minor-allele frequency kept.
+
+    Returns
+    -------
+    snps : numpy.ndarray of int
+        Selected SNP columns.
+    flip : numpy.ndarray of bool
+        True where the minor allele is the *other* allele (count ``1 - x``).
+    """
+    minor = np.minimum(counted, observed - counted)
+    keep = (minor >= min_count) & (minor <= max_frequency * observed)
+    snps = np.flatnonzero(keep)
+    flip = counted[snps] > observed[snps] - counted[snps]
+    return snps, flip
+
+
+def private_allele_snps(P, *, max_leak=0.05, min_frequency=0.02):
+    """SNPs with an allele that P places (almost) in one population only.
+
+    For each SNP and each of its two alleles, the *leak* is the allele's
+    largest frequency outside its dominant population divided by the
+    frequency inside it. SNPs whose better allele leaks at most ``max_leak``
+    and reaches ``min_frequency`` in its population are selected, counting that
+    allele.
+
+    Parameters
+    ----------
+    P : numpy.ndarray, shape (n, K)
+        Estimated frequencies of the counted allele.
+    max_leak : float
+    min_frequency : float
+
+    Returns
+    -------
+    snps : numpy.ndarray of int
+    flip : numpy.ndarray of bool
+        True where the private allele is the other allele.
+    """
+    if P.shape[1] < 2:
+        return np.arange(0), np.zeros(0, dtype=bool)
+
+    def leak(F):
+        top2 = -np.partition(-F, 1, axis=1)[:, :2]
+        return top2[:, 1] / np.maximum(top2[:, 0], EPSILON), top2[:, 0]
+
+    leak_counted, peak_counted = leak(P)
+    leak_other, peak_other = leak(1.0 - P)
+    flip = leak_other < leak_counted
+    best_leak = np.where(flip, leak_other, leak_counted)
+    best_peak = np.where(flip, peak_other, peak_counted)
+    keep = (best_leak <= max_leak) & (best_peak >= min_frequency)
+    snps = np.flatnonzero(keep)
+    return snps, flip[snps]
+
+
+def snp_sample(dosage, size, rng, *, snps=None):
+    """A random SNP sample as ``(g, observed, x)`` for likelihood scoring.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (m, n)
+    size : int
+    rng : numpy.random.Generator
+    snps : numpy.ndarray of int, optional
+        Columns to draw from (default all).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``g`` (float64, missing as 0), ``observed`` (bool), ``x`` (float64,
+        missing imputed by the SNP mean), each of shape (m, size).
+    """
+    pool = np.arange(dosage.shape[1]) if snps is None else np.asarray(snps)
+    chosen = np.sort(rng.choice(pool, size=min(size, len(pool)), replace=False))
+    block = dosage[:, chosen]
+    observed = block >= 0
+    g = np.where(observed, block, 0).astype(np.float64)
+    counts = np.maximum(observed.sum(axis=0), 1)
+    means = g.sum(axis=0) / (2.0 * counts)
+    x = np.where(observed, g / 2.0, means[None, :])
+    return g, observed, x
+
+
+def least_squares_frequencies(dosage, Q, *, block_size=65536):
+    """Clipped least-squares allele frequencies given Q, streamed over SNPs.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (m, n)
+    Q : numpy.ndarray, shape (m, K)
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, K), in ``[EPSILON, 1 - EPSILON]``
+    """
+    solver = np.linalg.pinv(Q)  # (K, m)
+    P = np.empty((dosage.shape[1], Q.shape[1]))
+    for positions, x in frequency_blocks(dosage, block_size=block_size):
+        P[positions] = (solver @ x).T
+    return np.clip(P, EPSILON, 1 - EPSILON)
+
+
+@dataclass
+class SpectralPass:
+    """Result and diagnostics of one spectral pass.
+
+    Attributes
+    ----------
+    Q : numpy.ndarray, shape (m, K), or None
+        Proportions from the chosen candidates (None when fewer than K
+        candidates were found).
+    candidates : CandidateSet
+        All candidates (after optional pruning, in search order).
+    eigen : TensorEigenpairs
+        Eigenpairs of the whitened tensor.
+    search : SubsetSearchResult or None
+    n_moment_snps : int
+        SNPs the moments were computed from.
+    timings : dict
+        Seconds per stage.
+    details : dict
+        Diagonal-completion iterations, CG residual, etc.
+    """
+
+    Q: np.ndarray | None
+    candidates: CandidateSet
+    eigen: TensorEigenpairs
+    search: SubsetSearchResult | None
+    n_moment_snps: int
+    timings: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+
+
+def spectral_pass(
+    dosage,
+    K,
+    snps,
+    flip,
+    *,
+    sample,
+    rescore_sample,
+    fill=None,
+    n_starts=None,
+    max_candidates=40,
+    max_exhaustive=20_000,
+    seed=None,
+) -> SpectralPass:
+    """Run moments -> denoising -> eigenpairs -> candidates -> search once.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (m, n)
+    K : int
+        Number of ancestral populations, ``K >= 2``.
+    snps, flip : numpy.ndarray
+        Moment SNPs and which of them count the other allele.
+    sample, rescore_sample : tuple
+        Scoring samples from :func:`snp_sample`.
+    fill : callable, optional
+        Model-based imputation of missing calls for the moments.
+    n_starts : int, optional
+        Random starts of the eigenpair solver.
+    max_candidates : int
+        Candidates kept for the search, best range scores first.
+    max_exhaustive : int
+        Exhaustive-search budget (number of subsets).
+    seed : int, optional
+
+    Returns
+    -------
+    SpectralPass
+    """
+    timings = {}
+    clock = time.perf_counter()
+    moments = second_moments(frequency_blocks(dosage, snps=snps, flip=flip, fill=fill))
+    R, completion_iterations = complete_diagonal(moments.M2, K)
+    white = whiten(R, K)
+    terms = whitened_third_moment_terms(
+        frequency_blocks(dosage, snps=snps, flip=flip, fill=fill), white.B
+    )
+    tensor, cg = solve_masked_tensor(terms, white.B)
+    timings["moments"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    eigen = eigenpairs(tensor, n_starts=n_starts, seed=seed)
+    timings["eigenpairs"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    candidates = make_candidates(eigen.vectors, eigen.values, white.K_white, sample[2])
+    order = np.argsort(candidates.range_score, kind="stable")[:max_candidates]
+    candidates = candidates.take(order)
+    search = None
+    Q = None
+    if len(candidates) >= K:
+        search = search_subsets(
+            candidates.vectors,
+            K,
+            sample,
+            rescore_sample,
+            max_exhaustive=max_exhaustive,
+            seed=seed,
+        )
+        Q = q_from_candidates(candidates.vectors[search.subset])
+    timings["search"] = time.perf_counter() - clock
+    details = {
+        "diagonal_completion_iterations": completion_iterations,
+        "masked_ls_cg_iterations": cg["iterations"],
+        "masked_ls_relative_residual": cg["relative_residual"],
+        "whitening_eigenvalues": white.eigenvalues.tolist(),
+    }
+    logger.info(
+        "spectral pass: %d moment SNPs, %d eigenpairs, %d candidates%s",
+        len(snps),
+        len(eigen.values),
+        len(candidates),
+        "" if search is None else f", {search.n_subsets} subsets ({search.strategy}), {search.n_feasible} near-feasible",
+    )
+    return SpectralPass(Q, candidates, eigen, search, len(snps), timings, details)
