@@ -1,0 +1,90 @@
+# admixspec rules. All of them call the admixspec command line only.
+#
+# The single rule to copy into your own Snakefile is `admixspec_run`: one
+# ADMIXTURE-style fit per K, with cross-validation; see docs/workflow.md.
+
+import shlex
+from pathlib import Path
+
+
+def _admixspec_genotype_files(path):
+    """The input file plus, for PLINK, the .bim/.fam beside the .bed."""
+    path = str(path)
+    if path.endswith(".bed"):
+        stem = path[: -len(".bed")]
+        return [path, stem + ".bim", stem + ".fam"]
+    return [path]
+
+
+ADMIXSPEC_PREFIX = str(Path(config["outdir"]) / config["name"])
+ADMIXSPEC_KS = [int(K) for K in config["K"]]
+ADMIXSPEC_CV = int(config.get("cv", 0) or 0)
+ADMIXSPEC_FORMAT = config.get("plot_format", "png")
+
+
+rule admixspec_run:
+    """Fit K ancestral populations; ADMIXTURE-style PREFIX.K.Q/.P/.log plus .json."""
+    input:
+        _admixspec_genotype_files(config["input"]),
+    output:
+        Q=ADMIXSPEC_PREFIX + ".{K}.Q",
+        P=ADMIXSPEC_PREFIX + ".{K}.P",
+        log=ADMIXSPEC_PREFIX + ".{K}.log",
+        json=ADMIXSPEC_PREFIX + ".{K}.json",
+    wildcard_constraints:
+        K=r"\d+",
+    params:
+        prefix=ADMIXSPEC_PREFIX,
+        cv=f"--cv {ADMIXSPEC_CV}" if ADMIXSPEC_CV else "",
+        seed=config.get("seed", 1),
+        options=" ".join([config.get("filters", "") or "", config.get("extra", "") or ""]),
+    threads: int(config.get("threads", 1))
+    log:
+        ADMIXSPEC_PREFIX + ".{K}.stderr",
+    shell:
+        "admixspec run {input[0]:q} -K {wildcards.K} --out {params.prefix:q}"
+        " --seed {params.seed} -j {threads} {params.cv} {params.options} 2> {log:q}"
+
+
+rule admixspec_plot:
+    """Stacked-bar plot of all K (one colour per component across K) and CV error vs K."""
+    input:
+        Q=expand(ADMIXSPEC_PREFIX + ".{K}.Q", K=ADMIXSPEC_KS),
+        logs=expand(ADMIXSPEC_PREFIX + ".{K}.log", K=ADMIXSPEC_KS),
+        labels=[config["labels"]] if config.get("labels") else [],
+    output:
+        bars=ADMIXSPEC_PREFIX + ".ancestry." + ADMIXSPEC_FORMAT,
+        cv=[ADMIXSPEC_PREFIX + ".cv." + ADMIXSPEC_FORMAT] if ADMIXSPEC_CV else [],
+    params:
+        labels=(
+            f"--labels {shlex.quote(str(config['labels']))}"
+            f" --ids {shlex.quote(str(config['input']))}"
+            if config.get("labels")
+            else ""
+        ),
+        order=(
+            "--population-order " + shlex.quote(",".join(config["population_order"]))
+            if config.get("population_order")
+            else ""
+        ),
+        cv=(
+            f"--cv-out {shlex.quote(ADMIXSPEC_PREFIX + '.cv.' + ADMIXSPEC_FORMAT)}"
+            if ADMIXSPEC_CV
+            else ""
+        ),
+    shell:
+        "admixspec plot {input.Q:q} {params.labels} {params.order}"
+        " --out {output.bars:q} {params.cv}"
+
+
+rule admixspec_summary:
+    """Table of K, log-likelihood, CV error, wall time and the best K."""
+    input:
+        expand(ADMIXSPEC_PREFIX + ".{K}.{ext}", K=ADMIXSPEC_KS, ext=["Q", "log", "json"]),
+    output:
+        ADMIXSPEC_PREFIX + ".summary.tsv",
+    params:
+        prefix=ADMIXSPEC_PREFIX,
+        Ks=" ".join(map(str, ADMIXSPEC_KS)),
+    shell:
+        "admixspec summary {params.prefix:q} -K {params.Ks} --out {output:q}"
