@@ -3,6 +3,15 @@
 Public API (everything else is internal and may change).
 """
 
+from .binary_latent import (
+    BinaryLatentResult,
+    fit_als,
+    fit_binary_latent,
+    fit_oracle,
+    simulate_binary_latent,
+    w_error,
+    wls_step,
+)
 from .exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
 from .filters import apply_filters, check_K
 from .genotypes import MISSING, Genotypes
@@ -16,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AdmixspecError",
+    "BinaryLatentResult",
     "ConvergenceWarning",
     "Genotypes",
     "InputError",
@@ -29,6 +39,9 @@ __all__ = [
     "apply_filters",
     "check_K",
     "eigenpairs",
+    "fit_als",
+    "fit_binary_latent",
+    "fit_oracle",
     "match_components",
     "plot_ancestry",
     "plot_cv",
@@ -37,6 +50,9 @@ __all__ = [
     "read_p",
     "read_q",
     "simulate_balding_nichols",
+    "simulate_binary_latent",
+    "w_error",
+    "wls_step",
     "write_p",
     "write_q",
 ]

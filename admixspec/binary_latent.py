@@ -1,0 +1,665 @@
+"""The seed paper's estimator for binary latent variable models, and its baselines.
+
+Model (Jaffe, Weiss, Carmi, Kluger & Nadler 2018, "Learning binary latent variable models:
+a tensor eigenpair approach", eq. model)::
+
+    x = W^T h + sigma * xi,    h in {0, 1}^d,  W in R^{d x m},  xi ~ N(0, I_m).
+
+Here samples are **rows**: ``X`` has shape ``(n_samples, m)``, the latent matrix ``H``
+shape ``(n_samples, d)`` and ``X ~= H @ W``.
+
+:func:`fit_binary_latent` implements Algorithm 1 (``sigma = 0``: exact binary filter) and
+Algorithm 2 (``sigma > 0``: sigma-corrected moments, whitening, all tensor eigenpairs,
+candidates ``K u / lam`` with ``lam >= 1 - tau``, Kolmogorov-Smirnov filter, ``W = pinv(V_S)``).
+The comparison methods of the paper's Figure 2 are :func:`wls_step` (Spectral+WLS, appendix
+"Adding a weighted least square step"), :func:`fit_als` (ALS from a random binary start,
+appendix ALS) and :func:`fit_oracle` (least squares given the true ``H``).
+:func:`simulate_binary_latent` draws data as the paper's simulation did and
+:func:`w_error` is the figure's error ``||W - Pi W_hat||_F^2 / (m d)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.special import ndtr
+
+from .exceptions import ConvergenceWarning, InputError, UsageError
+from .tensor import TensorEigenpairs, eigenpairs, third_moment
+
+__all__ = [
+    "BinaryLatentData",
+    "BinaryLatentResult",
+    "estimate_rank_and_noise",
+    "fit_als",
+    "fit_binary_latent",
+    "fit_oracle",
+    "simulate_binary_latent",
+    "w_error",
+    "wls_step",
+]
+
+logger = logging.getLogger("admixspec")
+
+# Tracy-Widom (beta = 1) upper quantiles used by the rank test
+_TW1_QUANTILE = {0.05: 0.9793, 0.01: 2.0234}
+
+
+# ----------------------------------------------------------------------------- data
+
+
+@dataclass
+class BinaryLatentData:
+    """A draw from the binary latent model (see :func:`simulate_binary_latent`).
+
+    Attributes
+    ----------
+    X : numpy.ndarray, float64, shape (n, m)
+        Observations, one sample per row: ``X = H @ W + sigma * noise``.
+    H : numpy.ndarray, float64, shape (n, d)
+        Binary latent vectors (0.0 / 1.0).
+    W : numpy.ndarray, float64, shape (d, m)
+        Weights; columns on the unit sphere.
+    noise : numpy.ndarray, float64, shape (n, m)
+        Standard normal noise (so other noise levels can reuse it).
+    sigma : float
+    a : numpy.ndarray, shape (d,)
+        Mean of the Gaussian that is rounded to ``H``.
+    R : numpy.ndarray, shape (d, d)
+        Its covariance.
+    """
+
+    X: np.ndarray
+    H: np.ndarray
+    W: np.ndarray
+    noise: np.ndarray
+    sigma: float
+    a: np.ndarray
+    R: np.ndarray
+
+
+def simulate_binary_latent(
+    n: int,
+    *,
+    d: int = 6,
+    m: int = 30,
+    sigma: float = 0.4,
+    a=None,
+    R=None,
+    W=None,
+    seed=None,
+) -> BinaryLatentData:
+    """Simulate the paper's Figure 2 setting.
+
+    ``h`` is the binary rounding of ``r ~ N(a, R)`` clipped to {0, 1}; by default (as in the
+    authors' public code) ``a = 0.2 + 0.2 U(0,1)`` per unit and ``R = V diag(U(0,1)) V^T``
+    with ``V`` a random orthogonal matrix; the ``m`` columns of ``W`` are uniform on the
+    unit sphere of ``R^d``.
+
+    Parameters
+    ----------
+    n : int
+        Number of samples.
+    d, m : int, optional
+        Latent and observed dimensions.
+    sigma : float, optional
+        Noise standard deviation.
+    a : array_like, shape (d,), optional
+    R : array_like, shape (d, d), optional
+    W : array_like, shape (d, m), optional
+        Override the random parameters.
+    seed : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    BinaryLatentData
+
+    Examples
+    --------
+    >>> data = simulate_binary_latent(100, d=3, m=5, sigma=0.1, seed=0)
+    >>> data.X.shape, data.H.shape, data.W.shape
+    ((100, 5), (100, 3), (3, 5))
+    >>> bool(np.allclose(np.linalg.norm(data.W, axis=0), 1.0))
+    True
+    """
+    rng = np.random.default_rng(seed)
+    if W is None:
+        W = rng.standard_normal((d, m))
+        W /= np.linalg.norm(W, axis=0, keepdims=True)
+    W = np.asarray(W, dtype=np.float64)
+    d, m = W.shape
+    if a is None:
+        a = 0.2 + 0.2 * rng.random(d)
+    if R is None:
+        V, _ = np.linalg.qr(rng.standard_normal((d, d)))
+        R = V @ np.diag(rng.random(d)) @ V.T
+    a = np.asarray(a, dtype=np.float64)
+    R = np.asarray(R, dtype=np.float64)
+    r = rng.multivariate_normal(a, R, size=n, method="eigh")
+    H = np.clip(np.round(r), 0.0, 1.0)
+    noise = rng.standard_normal((n, m))
+    X = H @ W + sigma * noise
+    return BinaryLatentData(X=X, H=H, W=W, noise=noise, sigma=float(sigma), a=a, R=R)
+
+
+def w_error(W_true, W_est) -> float:
+    """The paper's Figure 2 error ``||W - Pi W_hat||_F^2 / (m d)`` after optimal matching.
+
+    Rows of ``W_est`` are matched to rows of ``W_true`` by the Hungarian algorithm on the
+    squared row distances.
+
+    Parameters
+    ----------
+    W_true, W_est : array_like, float, shape (d, m)
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> W = np.array([[1.0, 0.0], [0.0, 2.0]])
+    >>> round(w_error(W, W[::-1] + 0.1), 12)
+    0.01
+    """
+    W_true = np.asarray(W_true, dtype=np.float64)
+    W_est = np.asarray(W_est, dtype=np.float64)
+    if W_est.shape[1] != W_true.shape[1]:
+        raise UsageError(f"shapes differ: {W_true.shape} vs {W_est.shape}")
+    cost = ((W_true[:, None, :] - W_est[None, :, :]) ** 2).sum(axis=2)
+    rows, cols = linear_sum_assignment(cost)
+    total = cost[rows, cols].sum()
+    # unmatched true rows (W_est with fewer rows) count in full
+    missing = np.setdiff1d(np.arange(len(W_true)), rows)
+    total += (W_true[missing] ** 2).sum()
+    return float(total / W_true.size)
+
+
+# ------------------------------------------------------------ rank and noise level
+
+
+def estimate_rank_and_noise(X, *, alpha: float = 0.01, max_rank=None):
+    """Estimate the latent dimension ``d`` and the noise level ``sigma``.
+
+    Kritchman & Nadler (2009, "Non-parametric detection of the number of signals:
+    hypothesis testing and random matrix theory"): with ``l_1 >= ... >= l_m`` the
+    eigenvalues of the sample covariance (centred, ``n - 1`` denominator), for
+    ``k = 1, 2, ...`` test whether ``l_k`` lies above the Marchenko-Pastur noise bulk:
+    reject "noise" when ``l_k > sigma_{k-1}^2 (mu_{n,m-k+1} + s_alpha xi_{n,m-k+1})``,
+    where ``mu, xi`` are Johnstone's (2001) Tracy-Widom centring and scaling and
+    ``sigma_{k-1}^2`` is Kritchman & Nadler's noise estimate assuming ``k-1`` signals
+    (the mean of the remaining eigenvalues, corrected for the upward bias of the signal
+    eigenvalues by their fixed-point equations). ``d`` is the number of rejections and
+    ``sigma^2 = sigma_d^2``. The centred covariance is ``W^T Cov(h) W + sigma^2 I``, so its
+    signal rank is ``d`` when ``Cov(h)`` is full rank.
+
+    Parameters
+    ----------
+    X : array_like, float, shape (n, m)
+        Samples as rows.
+    alpha : {0.01, 0.05}, optional
+        False-alarm level of each test.
+    max_rank : int, optional
+        Largest rank considered (default ``m - 1``).
+
+    Returns
+    -------
+    d : int
+    sigma : float
+
+    Examples
+    --------
+    >>> data = simulate_binary_latent(20000, d=4, m=20, sigma=0.5, seed=1)
+    >>> d, s = estimate_rank_and_noise(data.X)
+    >>> d, round(s, 2)
+    (4, 0.5)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, m = X.shape
+    if alpha not in _TW1_QUANTILE:
+        raise UsageError(f"alpha must be one of {sorted(_TW1_QUANTILE)}, got {alpha}")
+    if n < 3 or m < 2:
+        raise InputError(f"need at least 3 samples and 2 features, got shape {X.shape}")
+    s_alpha = _TW1_QUANTILE[alpha]
+    Xc = X - X.mean(axis=0)
+    ell = np.sort(np.linalg.eigvalsh(Xc.T @ Xc / (n - 1)))[::-1]
+    ell = np.maximum(ell, 0.0)
+    nn = n - 1
+    kmax = m - 1 if max_rank is None else min(int(max_rank), m - 1)
+
+    def sigma2(k):
+        rest = ell[k:]
+        s2 = rest.mean()
+        if k == 0:
+            return s2
+        lead = ell[:k]
+        for _ in range(50):
+            b = lead + s2 - s2 * (m - k) / nn
+            disc = np.maximum(b * b - 4.0 * lead * s2, 0.0)
+            rho = 0.5 * (b + np.sqrt(disc))
+            new = (rest.sum() + np.sum(lead - rho)) / (m - k)
+            new = max(new, 0.0)
+            if abs(new - s2) <= 1e-12 * max(s2, 1e-300):
+                s2 = new
+                break
+            s2 = new
+        return s2
+
+    if ell[0] <= 0:
+        return 0, 0.0
+    d = 0
+    for k in range(1, kmax + 1):
+        p = m - k + 1
+        s2 = sigma2(k - 1)
+        a, b = np.sqrt(nn - 0.5), np.sqrt(p - 0.5)
+        mu = (a + b) ** 2 / nn
+        xi = (a + b) / nn * (1.0 / a + 1.0 / b) ** (1.0 / 3.0)
+        if ell[k - 1] > s2 * (mu + s_alpha * xi) and ell[k - 1] > 1e-12 * ell[0]:
+            d = k
+        else:
+            break
+    s2 = sigma2(d)
+    if s2 <= 1e-12 * ell[0]:  # at the level of round-off in the eigenvalues: sigma = 0
+        s2 = 0.0
+    return d, float(np.sqrt(s2))
+
+
+# --------------------------------------------------------------------- the estimator
+
+
+@dataclass
+class BinaryLatentResult:
+    """Output of :func:`fit_binary_latent`.
+
+    Attributes
+    ----------
+    W : numpy.ndarray, float64, shape (d, m)
+        Estimated weights, ``x ~= W^T h`` (rows in arbitrary order).
+    V : numpy.ndarray, float64, shape (m, d)
+        Selected candidates (estimated columns of ``W^+``); ``X @ V ~= H``.
+    d : int
+    sigma : float
+        Noise level used (given or estimated).
+    estimated : dict
+        Which of ``d`` and ``sigma`` were estimated from the data.
+    eigenpairs : TensorEigenpairs
+        All eigenpairs found of the whitened tensor.
+    tensor : numpy.ndarray, shape (d, d, d)
+        The (sigma-corrected) whitened third moment.
+    K : numpy.ndarray, shape (m, d)
+        Whitening matrix, ``K^T M2_sigma K = I``.
+    candidates : numpy.ndarray, shape (c, m)
+        Candidates ``K u / lam`` of the eigenpairs with ``lam >= 1 - tau`` (rows).
+    candidate_values : numpy.ndarray, shape (c,)
+        Their eigenvalues ``lam``.
+    candidate_index : numpy.ndarray, int, shape (c,)
+        Row of each candidate in ``eigenpairs``.
+    scores : numpy.ndarray, shape (c,)
+        Filter score of each candidate (KS distance, rounding residual, or for
+        ``sigma = 0`` the largest distance to {0, 1}); smaller is better.
+    selected : numpy.ndarray, int, shape (d,)
+        Indices into ``candidates`` of the chosen subset.
+    method, score, split : str
+        Options used.
+    """
+
+    W: np.ndarray
+    V: np.ndarray
+    d: int
+    sigma: float
+    estimated: dict
+    eigenpairs: TensorEigenpairs
+    tensor: np.ndarray
+    K: np.ndarray
+    candidates: np.ndarray
+    candidate_values: np.ndarray
+    candidate_index: np.ndarray
+    scores: np.ndarray
+    selected: np.ndarray
+    method: str
+    score: str
+    split: str
+    info: dict = field(default_factory=dict)
+
+
+def _whitened_moments(X, d, sigma):
+    """Whitening matrix K (m, d) and sigma-corrected whitened tensor (d, d, d)."""
+    n, m = X.shape
+    M2 = X.T @ X / n
+    if sigma > 0:
+        M2 = M2 - sigma**2 * np.eye(m)
+    evals, evecs = np.linalg.eigh(M2)
+    evals, evecs = evals[::-1][:d], evecs[:, ::-1][:, :d]
+    if evals[-1] <= 1e-12 * max(evals[0], 1e-300):
+        raise InputError(
+            f"the (noise-corrected) second moment has rank < d = {d}; "
+            f"its top eigenvalues are {np.array2string(evals, precision=3)}"
+        )
+    K = evecs / np.sqrt(evals)
+    T = third_moment(X @ K)
+    if sigma > 0:
+        a = K.T @ X.mean(axis=0)
+        G = K.T @ K
+        T = T - sigma**2 * (
+            np.einsum("i,jk->ijk", a, G)
+            + np.einsum("j,ik->ijk", a, G)
+            + np.einsum("k,ij->ijk", a, G)
+        )
+    return K, T
+
+
+def _ks_scores(Y, lam, sigma, norms):
+    """KS distance between the columns of Y (n, c) and their two-point Gaussian mixtures."""
+    n = Y.shape[0]
+    Ys = np.sort(Y, axis=0)
+    p1 = 1.0 / lam**2
+    s = sigma * norms
+    G = (1.0 - p1) * ndtr(Ys / s) + p1 * ndtr((Ys - 1.0) / s)
+    hi = np.arange(1, n + 1)[:, None] / n
+    lo = np.arange(0, n)[:, None] / n
+    return np.maximum(np.max(hi - G, axis=0), np.max(G - lo, axis=0))
+
+
+def _round_scores(Y, norms):
+    """Eq. score_round: mean squared distance of v^T x to {0,1}, divided by ||v||^2."""
+    B = np.clip(np.round(Y), 0.0, 1.0)
+    res = np.mean((Y - B) ** 2, axis=0) / norms**2
+    frac = B.mean(axis=0)
+    res[(frac < 0.01) | (frac > 0.99)] = np.inf  # as in the authors' code
+    return res
+
+
+def fit_binary_latent(
+    X,
+    d: int | None = None,
+    sigma: float | None = None,
+    *,
+    method: str = "spectral",
+    score: str = "ks",
+    split: str = "none",
+    n_starts: int | None = None,
+    tau: float = 0.05,
+    binary_tol: float = 1e-6,
+    seed=None,
+) -> BinaryLatentResult:
+    """Estimate ``W`` of ``x = W^T h + sigma xi`` by the tensor-eigenpair method.
+
+    Parameters
+    ----------
+    X : array_like, float, shape (n_samples, m)
+        One sample per row.
+    d : int, optional
+        Number of binary latent units; estimated by :func:`estimate_rank_and_noise` when
+        omitted (with ``sigma = 0``: the numerical rank of the second moment).
+    sigma : float, optional
+        Noise standard deviation; estimated when omitted. ``sigma == 0`` (given or
+        estimated as exactly 0) selects Algorithm 1.
+    method : {"spectral", "spectral+wls"}, optional
+        ``"spectral+wls"`` follows Algorithm 2 with one weighted least-squares step
+        (:func:`wls_step`; only for ``sigma > 0``).
+    score : {"ks", "round"}, optional
+        Candidate filter for ``sigma > 0``: Kolmogorov-Smirnov distance to the two-point
+        mixture ``G_v`` (eq. emo_score) or the binary-rounding residual (eq. score_round).
+    split : {"none", "half"}, optional
+        ``"none"``: moments and scores on all samples (default; more accurate, see
+        ``docs/paper_figure.md``). ``"half"``: the paper's analysis device, moments from a
+        random half and scores from the other half.
+    n_starts : int, optional
+        O-NCM random starts (default ``4000 d``).
+    tau : float, optional
+        Keep eigenpairs with ``lam >= 1 - tau`` (true ones have ``lam = 1/sqrt(P(h_i=1))``).
+    binary_tol : float, optional
+        Algorithm 1: a candidate is binary when every ``|v^T x_j - b_j| <= binary_tol``.
+    seed : None, int or numpy.random.Generator
+        For the O-NCM starts and the sample split.
+
+    Returns
+    -------
+    BinaryLatentResult
+
+    Examples
+    --------
+    >>> data = simulate_binary_latent(20000, d=3, m=10, sigma=0.2, seed=3)
+    >>> fit = fit_binary_latent(data.X, d=3, sigma=0.2, seed=0)
+    >>> fit.W.shape, w_error(data.W, fit.W) < 1e-3
+    ((3, 10), True)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise InputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise InputError("X contains non-finite values")
+    if method not in ("spectral", "spectral+wls"):
+        raise UsageError(f"method must be 'spectral' or 'spectral+wls', got {method!r}")
+    if score not in ("ks", "round"):
+        raise UsageError(f"score must be 'ks' or 'round', got {score!r}")
+    if split not in ("none", "half"):
+        raise UsageError(f"split must be 'none' or 'half', got {split!r}")
+    n, m = X.shape
+    rng = np.random.default_rng(seed)
+    estimated = {"d": d is None, "sigma": sigma is None}
+    if sigma is not None and sigma < 0:
+        raise UsageError(f"sigma must be >= 0, got {sigma}")
+    if d is None or sigma is None:
+        if sigma == 0:
+            s = np.linalg.svd(X, compute_uv=False)
+            d_est = int(np.sum(s > 1e-10 * s[0]))
+            s_est = 0.0
+        else:
+            d_est, s_est = estimate_rank_and_noise(X)
+        d = d_est if d is None else d
+        sigma = s_est if sigma is None else sigma
+        logger.info("estimated d=%d sigma=%.4g", d, sigma)
+    d = int(d)
+    sigma = float(sigma)
+    if not 1 <= d <= m:
+        raise UsageError(f"d must be in [1, m={m}], got {d}")
+    if n < 2 * d:
+        raise InputError(f"too few samples ({n}) for d = {d}")
+
+    if split == "half" and sigma > 0:
+        perm = rng.permutation(n)
+        X_mom, X_score = X[perm[: n // 2]], X[perm[n // 2 :]]
+    else:
+        X_mom = X_score = X
+
+    K, T = _whitened_moments(X_mom, d, sigma)
+    ep = eigenpairs(T, n_starts=n_starts, seed=rng)
+    keep = np.flatnonzero(ep.values >= 1.0 - tau)
+    if len(keep) < d:
+        warnings.warn(
+            f"only {len(keep)} eigenpairs with lambda >= 1 - tau; using all "
+            f"{len(ep)} eigenpairs with lambda > 0 as candidates",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+        keep = np.flatnonzero(ep.values > 1e-12)
+    if len(keep) < d:
+        raise InputError(
+            f"found only {len(keep)} usable tensor eigenpairs, fewer than d = {d}"
+        )
+    lam = ep.values[keep]
+    cand = (K @ ep.vectors[keep].T / lam).T  # (c, m)
+    norms = np.linalg.norm(cand, axis=1)
+    Y = X_score @ cand.T  # (n', c)
+    info = {"n_eigenpairs": len(ep), "n_candidates": len(keep)}
+
+    if sigma == 0:
+        dist = np.max(np.abs(Y - np.clip(np.round(Y), 0.0, 1.0)), axis=0)
+        scores = dist
+        binary = np.flatnonzero(dist <= binary_tol)
+        info["n_binary"] = len(binary)
+        if len(binary) != d:
+            warnings.warn(
+                f"{len(binary)} candidates satisfy the exact binary constraint "
+                f"(expected d = {d}); taking the {d} closest to binary",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        sel = np.argsort(scores, kind="stable")[:d]
+    else:
+        scores = _ks_scores(Y, lam, sigma, norms) if score == "ks" else _round_scores(Y, norms)
+        sel = np.argsort(scores, kind="stable")[:d]
+    V = cand[sel].T  # (m, d)
+    W = np.linalg.pinv(V)
+    if method == "spectral+wls" and sigma > 0:
+        W = wls_step(X, W, sigma)
+    return BinaryLatentResult(
+        W=W, V=V, d=d, sigma=sigma, estimated=estimated, eigenpairs=ep, tensor=T, K=K,
+        candidates=cand, candidate_values=lam, candidate_index=keep, scores=scores,
+        selected=sel, method=method, score=score if sigma > 0 else "binary",
+        split=split if sigma > 0 else "none", info=info,
+    )
+
+
+# ------------------------------------------------------------------------- baselines
+
+
+def _all_binary(d):
+    """All 2^d binary vectors as rows, shape (2^d, d)."""
+    return ((np.arange(2**d)[:, None] >> np.arange(d)) & 1).astype(np.float64)
+
+
+def _nearest_patterns(X, W, Hb, *, k=1, block=32768):
+    """Per sample, the k binary patterns with smallest ||x - W^T h||^2.
+
+    Returns indices (n, k) into Hb and the squared residuals (n, k).
+    """
+    n = len(X)
+    P = Hb @ W  # (2^d, m): predicted x per pattern
+    q = np.einsum("pm,pm->p", P, P)
+    idx = np.empty((n, k), dtype=np.int64)
+    res = np.empty((n, k))
+    for s in range(0, n, block):
+        Xb = X[s : s + block]
+        r = q[None, :] - 2.0 * (Xb @ P.T) + np.einsum("nm,nm->n", Xb, Xb)[:, None]
+        if k == 1:
+            j = np.argmin(r, axis=1)[:, None]
+        else:
+            j = np.argpartition(r, k - 1, axis=1)[:, :k]
+        idx[s : s + block] = j
+        res[s : s + block] = np.take_along_axis(r, j, axis=1)
+    return idx, np.maximum(res, 0.0)
+
+
+def wls_step(X, W, sigma: float, *, n_keep: int = 6) -> np.ndarray:
+    """One weighted least-squares step (the paper's appendix; Spectral+WLS).
+
+    For each sample keep the ``n_keep`` binary ``h`` with the highest Gaussian likelihood
+    ``exp(-||x - W^T h||^2 / (2 sigma^2))``, weight them by their normalised likelihoods, and
+    solve the weighted least squares ``min_W sum_j sum_k Pi_kj ||x_j - W^T h_kj||^2``.
+
+    Parameters
+    ----------
+    X : array_like, float, shape (n, m)
+    W : array_like, float, shape (d, m)
+        Current estimate.
+    sigma : float
+        Noise level (> 0).
+    n_keep : int, optional
+        Binary vectors kept per sample (the paper's K = 6).
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (d, m)
+
+    Examples
+    --------
+    >>> data = simulate_binary_latent(5000, d=3, m=8, sigma=0.2, seed=2)
+    >>> W1 = wls_step(data.X, data.W + 0.05, 0.2)
+    >>> w_error(data.W, W1) < w_error(data.W, data.W + 0.05)
+    True
+    """
+    X = np.asarray(X, dtype=np.float64)
+    W = np.asarray(W, dtype=np.float64)
+    if sigma <= 0:
+        raise UsageError(f"wls_step needs sigma > 0, got {sigma}")
+    d = W.shape[0]
+    Hb = _all_binary(d)
+    k = min(int(n_keep), len(Hb))
+    idx, res = _nearest_patterns(X, W, Hb, k=k)
+    logw = -(res - res.min(axis=1, keepdims=True)) / (2.0 * sigma**2)
+    wts = np.exp(logw)
+    wts /= wts.sum(axis=1, keepdims=True)
+    # A = sum_jk w_jk h h^T (accumulated per pattern); B = sum_j (sum_k w_jk h_jk) x_j^T
+    tot = np.bincount(idx.ravel(), weights=wts.ravel(), minlength=len(Hb))
+    A = (Hb * tot[:, None]).T @ Hb
+    Hbar = np.einsum("nk,nkd->nd", wts, Hb[idx])
+    B = Hbar.T @ X
+    return np.linalg.lstsq(A, B, rcond=None)[0]
+
+
+def fit_als(X, d: int, *, tol: float = 1e-2, max_iter: int = 200, seed=None):
+    """Alternating least squares from a random binary start (the paper's appendix ALS).
+
+    Iterates ``W = argmin ||X - H W||`` and ``H = argmin_{H binary} ||X - H W||`` (exact,
+    over all ``2^d`` patterns per sample) until ``||W_k - W_{k-1}||_F < tol`` (the authors'
+    code used ``tol = 1e-2``).
+
+    Parameters
+    ----------
+    X : array_like, float, shape (n, m)
+    d : int
+    tol : float, optional
+    max_iter : int, optional
+    seed : None, int or numpy.random.Generator
+        Seed of the random start ``H ~ Bernoulli(1/2)``.
+
+    Returns
+    -------
+    W : numpy.ndarray, float64, shape (d, m)
+    H : numpy.ndarray, float64, shape (n, d)
+    n_iter : int
+
+    Examples
+    --------
+    >>> data = simulate_binary_latent(3000, d=3, m=8, sigma=0.1, seed=4)
+    >>> W, H, it = fit_als(data.X, 3, seed=0)
+    >>> W.shape, H.shape
+    ((3, 8), (3000, 3))
+    """
+    X = np.asarray(X, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    n, m = X.shape
+    H = (rng.random((n, d)) < 0.5).astype(np.float64)
+    Hb = _all_binary(d)
+    W_prev = np.zeros((d, m))
+    W = W_prev
+    for it in range(1, max_iter + 1):
+        W = np.linalg.lstsq(H, X, rcond=None)[0]
+        idx, _ = _nearest_patterns(X, W, Hb, k=1)
+        H = Hb[idx[:, 0]]
+        if np.linalg.norm(W - W_prev) < tol:
+            return W, H, it
+        W_prev = W
+    warnings.warn(f"ALS did not converge in {max_iter} iterations", ConvergenceWarning,
+                  stacklevel=2)
+    return W, H, max_iter
+
+
+def fit_oracle(X, H) -> np.ndarray:
+    """Least squares ``W = argmin ||X - H W||_F`` given the true latent ``H``.
+
+    Parameters
+    ----------
+    X : array_like, float, shape (n, m)
+    H : array_like, float, shape (n, d)
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (d, m)
+
+    Examples
+    --------
+    >>> H = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> W = np.array([[1.0, 2.0, 3.0], [0.5, 0.0, -1.0]])
+    >>> bool(np.allclose(fit_oracle(H @ W, H), W))
+    True
+    """
+    X = np.asarray(X, dtype=np.float64)
+    H = np.asarray(H, dtype=np.float64)
+    return np.linalg.lstsq(H, X, rcond=None)[0]

@@ -1,0 +1,127 @@
+"""Tests of admixspec.binary_latent: Algorithms 1-2 of the seed paper and baselines."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from admixspec.binary_latent import (
+    estimate_rank_and_noise,
+    fit_als,
+    fit_binary_latent,
+    fit_oracle,
+    simulate_binary_latent,
+    w_error,
+    wls_step,
+)
+from admixspec.exceptions import UsageError
+
+
+def _rigid_data(d=5, m=12, n_random=300, seed=0):
+    """sigma = 0 data whose H contains every e_i and e_i + e_j (rigid, paper eq. rigid)."""
+    rng = np.random.default_rng(seed)
+    eye = np.eye(d)
+    rows = [eye[i] for i in range(d)]
+    rows += [eye[i] + eye[j] for i, j in itertools.combinations(range(d), 2)]
+    H = np.vstack(rows + [(rng.random((n_random, d)) < 0.4).astype(float)])
+    W = rng.standard_normal((d, m))
+    return H @ W, H, W
+
+
+def _correlated_data(n, seed, sigma=0.4, d=6, m=30):
+    """h = rounding of N(a, R): means a ~ U(0.3, 0.6), R = 0.25 (0.6 I + 0.4 11^T)."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0.3, 0.6, d)
+    R = 0.25 * (0.6 * np.eye(d) + 0.4 * np.ones((d, d)))
+    return simulate_binary_latent(n, d=d, m=m, sigma=sigma, a=a, R=R, seed=rng)
+
+
+class TestAlgorithm1:
+    def test_sigma0_rigid__recovers_w_exactly(self):
+        X, H, W = _rigid_data()
+        fit = fit_binary_latent(X, sigma=0.0, seed=0)
+        assert fit.d == 5
+        assert fit.info["n_binary"] == 5
+        assert w_error(W, fit.W) * W.size < 1e-20
+
+    def test_sigma0_estimated__recovers_w_exactly(self):
+        X, H, W = _rigid_data(d=4, m=9, seed=1)
+        fit = fit_binary_latent(X, seed=0)
+        assert (fit.d, fit.sigma) == (4, 0.0)
+        assert w_error(W, fit.W) * W.size < 1e-20
+
+
+class TestAlgorithm2:
+    def test_correlated_h__selects_true_candidates_near_oracle(self):
+        # d = 6, m = 30, sigma = 0.4, n = 1e5; seed 0 of the setting measured in
+        # benchmarks/paper_simulation.py --correlated (which reports all seeds)
+        data = _correlated_data(100_000, seed=0)
+        fit = fit_binary_latent(data.X, 6, 0.4, seed=0)
+        V_true = np.linalg.pinv(data.W)  # (m, d)
+        dist = np.linalg.norm(fit.candidates[:, None, :] - V_true.T[None], axis=2)
+        nearest = dist.argmin(axis=0)
+        assert dist.min(axis=0).max() < 0.05  # every true candidate is present
+        assert sorted(nearest.tolist()) == sorted(fit.selected.tolist())  # and chosen
+        oracle = w_error(data.W, fit_oracle(data.X, data.H))
+        assert w_error(data.W, fit.W) < 30 * oracle
+
+    def test_error_falls_with_n(self):
+        errs = []
+        for n in (3_000, 30_000):
+            data = simulate_binary_latent(n, d=3, m=10, sigma=0.3, seed=5)
+            errs.append(w_error(data.W, fit_binary_latent(data.X, 3, 0.3, seed=0).W))
+        assert errs[1] < errs[0] / 3
+
+    def test_split_half__also_recovers(self):
+        data = simulate_binary_latent(40_000, d=3, m=10, sigma=0.2, seed=13)
+        fit = fit_binary_latent(data.X, 3, 0.2, seed=0, split="half")
+        assert w_error(data.W, fit.W) < 1e-3
+
+    def test_round_score__recovers_at_low_noise(self):
+        # the paper: eq. score_round "works extremely well for small sigma"
+        data = simulate_binary_latent(40_000, d=3, m=10, sigma=0.05, seed=13)
+        fit = fit_binary_latent(data.X, 3, 0.05, seed=0, score="round")
+        assert w_error(data.W, fit.W) < 1e-4
+
+    def test_estimated_d_and_sigma(self):
+        data = simulate_binary_latent(50_000, d=4, m=16, sigma=0.3, seed=7)
+        d, s = estimate_rank_and_noise(data.X)
+        assert d == 4
+        assert abs(s - 0.3) < 0.01
+        fit = fit_binary_latent(data.X, seed=0)
+        assert fit.estimated == {"d": True, "sigma": True}
+        assert w_error(data.W, fit.W) < 1e-3
+
+    def test_seed__same_output(self):
+        data = simulate_binary_latent(5_000, d=3, m=8, sigma=0.3, seed=8)
+        a = fit_binary_latent(data.X, 3, 0.3, seed=1, split="half")
+        b = fit_binary_latent(data.X, 3, 0.3, seed=1, split="half")
+        np.testing.assert_array_equal(a.W, b.W)
+
+    def test_bad_options__raise_usage_error(self):
+        X = np.random.default_rng(0).standard_normal((50, 4))
+        with pytest.raises(UsageError):
+            fit_binary_latent(X, 2, 0.1, score="bogus")
+        with pytest.raises(UsageError):
+            fit_binary_latent(X, 2, -1.0)
+
+
+class TestBaselines:
+    def test_oracle__exact_without_noise(self):
+        data = simulate_binary_latent(500, d=3, m=7, sigma=0.0, seed=9)
+        assert w_error(data.W, fit_oracle(data.X, data.H)) < 1e-25
+
+    def test_wls__improves_perturbed_estimate(self):
+        data = simulate_binary_latent(20_000, d=4, m=12, sigma=0.3, seed=10)
+        W0 = data.W + 0.03 * np.random.default_rng(0).standard_normal(data.W.shape)
+        assert w_error(data.W, wls_step(data.X, W0, 0.3)) < 0.5 * w_error(data.W, W0)
+
+    def test_als__low_noise_reaches_oracle_accuracy(self):
+        data = simulate_binary_latent(20_000, d=3, m=10, sigma=0.1, seed=11)
+        W, H, it = fit_als(data.X, 3, seed=0)
+        oracle = w_error(data.W, fit_oracle(data.X, data.H))
+        assert w_error(data.W, W) < 3 * oracle
+        assert H.shape == (20_000, 3)
+        assert set(np.unique(H).tolist()) <= {0.0, 1.0}
