@@ -426,8 +426,8 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
     ----------
     results : mapping, path or sequence of paths
         ``{K: cv_error}``, or paths to ``PREFIX.K.log`` files (or ADMIXTURE
-        logs) containing ``CV error (K=k): value`` lines, or run prefixes
-        (the ``PREFIX.K.log`` beside every ``PREFIX.K.Q``).
+        logs) containing ``CV error (K=k): value`` lines, or ``PREFIX.K.Q``
+        paths or run prefixes (for the ``PREFIX.K.log`` beside each Q).
     out : str or os.PathLike, optional
         Output file (``.png``, ``.pdf`` or ``.svg``).
     title : str, optional
@@ -463,7 +463,9 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
     if not hasattr(results, "items"):
         expanded = []
         for item in results:
-            if Path(item).is_file():
+            if str(item).endswith(".Q") and Path(item).is_file():
+                expanded.append(Path(str(item)[: -len(".Q")] + ".log"))
+            elif Path(item).is_file():
                 expanded.append(Path(item))
             else:
                 runs = find_runs(item)

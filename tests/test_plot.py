@@ -10,6 +10,7 @@ from admixspec.io.results import (
     find_runs,
     read_population_labels,
     read_run_log,
+    read_sample_ids,
     summarize_runs,
 )
 from admixspec.plot import align_components, ancestry_palette, plot_ancestry, plot_cv
@@ -231,3 +232,26 @@ class TestReaders:
         info = read_run_log(log)
         assert info["loglik"] == pytest.approx(-3799887.17, abs=0.01)
         assert set(info["cv_errors"]) == {3}
+
+
+class TestRealData:
+    def test_align_components__admixture_hapmap3_keeps_yri_and_ceu_colours(
+        self, hapmap3_fixture
+    ):
+        from admixspec.io.admixture import read_q
+
+        extdata = hapmap3_fixture / "starmie_extdata"
+        Qs = [read_q(extdata / f"hapmap3.{K}.Q") for K in (2, 4, 5)]
+        Qs.append(read_q(hapmap3_fixture / "hapmap3.3.Q"))
+        labels = read_population_labels(
+            hapmap3_fixture / "labels.tsv", sample_ids=read_sample_ids(
+                hapmap3_fixture / "hapmap3.fam"
+            )
+        )
+        perms = align_components(Qs)
+        for Q, perm in zip(Qs, perms):
+            aligned = Q[:, perm]
+            assert aligned[labels == "YRI"].mean(0).argmax() == 0
+            assert aligned[labels == "CEU"].mean(0).argmax() == 1
+            if Q.shape[1] >= 3:
+                assert aligned[labels == "MEX"].mean(0).argmax() == 2

@@ -284,7 +284,7 @@ def _json_seconds(record: dict) -> float | None:
     return None
 
 
-def summarize_runs(prefix):
+def summarize_runs(prefix, *, Ks=None):
     """Tabulate a run over a K range: log-likelihood, CV error, time, best K.
 
     Reads ``PREFIX.K.log`` (and ``PREFIX.K.json`` when present, for the
@@ -294,6 +294,8 @@ def summarize_runs(prefix):
     ----------
     prefix : str or os.PathLike
         The run's ``--out`` prefix.
+    Ks : sequence of int, optional
+        Only these K (default: every ``PREFIX.K.Q`` found).
 
     Returns
     -------
@@ -321,6 +323,8 @@ def summarize_runs(prefix):
     import pandas as pd
 
     runs = find_runs(prefix)
+    if Ks is not None:
+        runs = [(K, path) for K, path in runs if K in {int(k) for k in Ks}]
     if not runs:
         raise InputError("no PREFIX.K.Q files found", path=f"{prefix}.*.Q")
     rows = []
