@@ -29,7 +29,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.special import ndtr
 
 from .exceptions import ConvergenceWarning, InputError, UsageError
-from .tensor import TensorEigenpairs, eigenpairs, third_moment
+from .tensor import TensorEigenpairs, eigenpairs, near_eigenpairs, third_moment
 
 __all__ = [
     "BinaryLatentData",
@@ -297,7 +297,7 @@ class BinaryLatentResult:
     candidate_values : numpy.ndarray, shape (c,)
         Their eigenvalues ``lam``.
     candidate_index : numpy.ndarray, int, shape (c,)
-        Row of each candidate in ``eigenpairs``.
+        Row of each candidate in ``eigenpairs`` (negative for ``near_pairs`` minima).
     scores : numpy.ndarray, shape (c,)
         Filter score of each candidate (KS distance, rounding residual, or for
         ``sigma = 0`` the largest distance to {0, 1}); smaller is better.
@@ -384,6 +384,8 @@ def fit_binary_latent(
     n_starts: int | None = None,
     tau: float = 0.05,
     binary_tol: float = 1e-6,
+    near_pairs: bool = False,
+    near_residual: float = 0.005,
     seed=None,
 ) -> BinaryLatentResult:
     """Estimate ``W`` of ``x = W^T h + sigma xi`` by the tensor-eigenpair method.
@@ -414,6 +416,14 @@ def fit_binary_latent(
         Keep eigenpairs with ``lam >= 1 - tau`` (true ones have ``lam = 1/sqrt(P(h_i=1))``).
     binary_tol : float, optional
         Algorithm 1: a candidate is binary when every ``|v^T x_j - b_j| <= binary_tol``.
+    near_pairs : bool, optional
+        Also use as candidates the local minima of ``||T(I,u,u) - T(u,u,u) u||`` with
+        residual ``<= near_residual`` (:func:`admixspec.tensor.near_eigenpairs`). A true
+        eigenpair with a small Newton-stability margin can vanish from the sample tensor
+        (it collides with a neighbour); it leaves such a near-zero minimum. Not part of the
+        seed paper; off by default.
+    near_residual : float, optional
+        Residual threshold for ``near_pairs`` (relative to ``max(1, ||T||_F)``).
     seed : None, int or numpy.random.Generator
         For the O-NCM starts and the sample split.
 
@@ -483,15 +493,34 @@ def fit_binary_latent(
             f"found only {len(keep)} usable tensor eigenpairs, fewer than d = {d}"
         )
     lam = ep.values[keep]
-    cand = (K @ ep.vectors[keep].T / lam).T  # (c, m)
-    norms = np.linalg.norm(cand, axis=1)
-    Y = X_score @ cand.T  # (n', c)
+    U = ep.vectors[keep]
     info = {"n_eigenpairs": len(ep), "n_candidates": len(keep)}
-
+    if near_pairs:
+        near = near_eigenpairs(T, max_residual=near_residual, seed=rng)
+        extra = (near.values >= 1.0 - tau) & (near.residuals > 1e-9)
+        if len(U) and extra.any():
+            overlap = np.abs(near.vectors @ U.T).max(axis=1)
+            extra &= overlap < 1.0 - 0.5e-6
+        info["n_near_pairs"] = int(extra.sum())
+        U = np.vstack([U, near.vectors[extra]])
+        lam = np.concatenate([lam, near.values[extra]])
+        keep = np.concatenate([keep, -1 - np.arange(int(extra.sum()))])
+    cand = (K @ U.T / lam).T  # (c, m)
+    norms = np.linalg.norm(cand, axis=1)
+    # scores in chunks of candidates: memory O(n * chunk), not O(n * c)
+    chunk = max(1, int(2**24 // max(len(X_score), 1)))
+    scores = np.empty(len(cand))
+    for s0 in range(0, len(cand), chunk):
+        sl = slice(s0, s0 + chunk)
+        Y = X_score @ cand[sl].T  # (n', chunk)
+        if sigma == 0:
+            scores[sl] = np.max(np.abs(Y - np.clip(np.round(Y), 0.0, 1.0)), axis=0)
+        elif score == "ks":
+            scores[sl] = _ks_scores(Y, lam[sl], sigma, norms[sl])
+        else:
+            scores[sl] = _round_scores(Y, norms[sl])
     if sigma == 0:
-        dist = np.max(np.abs(Y - np.clip(np.round(Y), 0.0, 1.0)), axis=0)
-        scores = dist
-        binary = np.flatnonzero(dist <= binary_tol)
+        binary = np.flatnonzero(scores <= binary_tol)
         info["n_binary"] = len(binary)
         if len(binary) != d:
             warnings.warn(
@@ -500,10 +529,7 @@ def fit_binary_latent(
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        sel = np.argsort(scores, kind="stable")[:d]
-    else:
-        scores = _ks_scores(Y, lam, sigma, norms) if score == "ks" else _round_scores(Y, norms)
-        sel = np.argsort(scores, kind="stable")[:d]
+    sel = np.argsort(scores, kind="stable")[:d]
     V = cand[sel].T  # (m, d)
     W = np.linalg.pinv(V)
     if method == "spectral+wls" and sigma > 0:
