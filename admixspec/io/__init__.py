@@ -15,6 +15,7 @@ from .admixture import (
 )
 from .plink import plink_prefix, read_plink, write_plink
 from .reader import detect_format, read_genotypes, read_keep
+from .simulation import write_labels, write_simulation
 from .vcf import parse_region, read_vcf, write_vcf
 
 __all__ = [
@@ -33,9 +34,11 @@ __all__ = [
     "read_q",
     "read_vcf",
     "write_json",
+    "write_labels",
     "write_p",
     "write_plink",
     "write_q",
+    "write_simulation",
     "write_text",
     "write_vcf",
 ]

@@ -1,0 +1,512 @@
+"""The ``admixspec`` command line.
+
+Layout (msprime/tskit style): :func:`get_parser` builds one subparser per
+subcommand, each registered by an ``_add_<name>_parser(subparsers)`` function
+and dispatching through ``set_defaults(runner=run_<name>)``; a runner turns
+the parsed arguments into library calls and writes the results. Only
+:func:`main` catches errors: :class:`~admixspec.exceptions.InputError` and
+``OSError`` become one line ``admixspec: error: <file>: <problem>`` on stderr
+and exit code 1; usage errors (bad flags, or a
+:class:`~admixspec.exceptions.UsageError` from the library) exit with code 2.
+``--debug`` shows the traceback instead.
+
+Helpers for subcommands that read genotypes:
+
+* :func:`add_genotype_arguments` adds ``INPUT`` and ``--keep``, ``--region``,
+  ``--maf``, ``--geno``, ``--mind``;
+* :func:`read_genotypes_from_args` reads and filters them into a
+  :class:`~admixspec.genotypes.Genotypes` (logging what each filter removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shlex
+import signal
+import sys
+import time
+
+from . import __version__
+from .exceptions import AdmixspecError, InputError, UsageError
+
+__all__ = [
+    "add_genotype_arguments",
+    "command_line",
+    "get_parser",
+    "main",
+    "read_genotypes_from_args",
+]
+
+logger = logging.getLogger("admixspec")
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line: ``<prog>: error: <message>``."""
+
+    def error(self, message):  # noqa: D102 - argparse API
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be non-negative, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _fraction(upper: float):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not 0.0 <= value <= upper:
+            raise argparse.ArgumentTypeError(f"must lie in [0, {upper:g}], got {text}")
+        return value
+
+    parse.__name__ = "fraction"
+    return parse
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """Options every subcommand accepts (a parent parser)."""
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("general options")
+    group.add_argument(
+        "--debug", action="store_true",
+        help="show debug messages, and a full traceback on errors",
+    )
+    group.add_argument(
+        "-q", "--quiet", action="store_true", help="only print warnings and errors"
+    )
+    return common
+
+
+def _add_subcommand(subparsers, name: str, *, help: str, description: str | None = None):
+    """Create a subparser with the common options; returns it."""
+    return subparsers.add_parser(
+        name,
+        help=help,
+        description=description or help,
+        parents=[_common_options()],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+
+
+def add_genotype_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the genotype input and its reader/filter flags to ``parser``.
+
+    Adds the positional ``input`` and ``--keep``, ``--region``, ``--maf``,
+    ``--geno``, ``--mind``; read them back with
+    :func:`read_genotypes_from_args`.
+    """
+    parser.add_argument(
+        "input",
+        help="genotypes: VCF, VCF.gz or BCF, or a PLINK .bed (or its prefix)",
+    )
+    group = parser.add_argument_group("input selection and filters")
+    group.add_argument(
+        "--keep", metavar="FILE",
+        help="keep only these samples: one ID per line, or PLINK 'FID IID' lines",
+    )
+    group.add_argument(
+        "--region", metavar="CHR:START-END",
+        help="only variants in this region (1-based, inclusive; VCF/BCF need a "
+        ".tbi/.csi index)",
+    )
+    group.add_argument(
+        "--maf", type=_fraction(0.5), default=0.0,
+        help="remove SNPs with minor allele frequency below this",
+    )
+    group.add_argument(
+        "--geno", type=_fraction(1.0), default=1.0,
+        help="remove SNPs with a missing-call fraction above this",
+    )
+    group.add_argument(
+        "--mind", type=_fraction(1.0), default=1.0,
+        help="remove individuals with a missing-call fraction above this",
+    )
+
+
+def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True):
+    """Read and filter the genotypes named by :func:`add_genotype_arguments` flags.
+
+    Logs (INFO) the size read and what every filter removed.
+
+    Returns
+    -------
+    Genotypes
+    """
+    from .io import read_genotypes
+
+    start = time.perf_counter()
+    genotypes = read_genotypes(
+        args.input,
+        keep=args.keep,
+        region=args.region,
+        maf=args.maf,
+        geno=args.geno,
+        mind=args.mind,
+        check=check,
+    )
+    for line in _filter_lines(genotypes):
+        logger.info("%s", line)
+    logger.info(
+        "read %d individuals x %d SNPs from %s in %.1f s",
+        genotypes.n_individuals, genotypes.n_snps, args.input,
+        time.perf_counter() - start,
+    )
+    return genotypes
+
+
+def _filter_lines(genotypes) -> list[str]:
+    lines = []
+    for entry in genotypes.filter_log:
+        if entry["filter"] == "ploidy":
+            if entry["removed"] or entry.get("details", {}).get("haploid_as_homozygous"):
+                lines.append(f"ploidy: {entry['reason']}")
+            continue
+        lines.append(
+            f"{entry['filter']}: removed {entry['removed']} {entry['unit']} "
+            f"({entry['reason']})"
+        )
+    return lines
+
+
+def command_line(argv=None) -> str:
+    """The command line as one shell-quoted string (for logs and provenance)."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    return shlex.join(["admixspec", *map(str, words)])
+
+
+# --------------------------------------------------------------------------- simulate
+
+
+def _add_simulate_parser(subparsers) -> None:
+    parser = _add_subcommand(
+        subparsers,
+        "simulate",
+        help="simulate admixed genotypes with known Q and P",
+        description=(
+            "Simulate the seed paper's genetic admixture experiment with msprime "
+            "(K populations split T generations ago; admixed genomes are mosaics of "
+            "exponential blocks copied from ancestral haplotypes chosen by "
+            "Dirichlet(alpha) proportions), or a fast Balding-Nichols model. Writes "
+            "PREFIX.vcf.gz (+.tbi), PREFIX.bed/.bim/.fam, the true PREFIX.truth.Q "
+            "(realised ancestry fractions) and PREFIX.truth.P, PREFIX.labels.tsv and "
+            "PREFIX.params.json."
+        ),
+    )
+    from .simulate import DEFAULT_SEQUENCE_LENGTH
+
+    parser.add_argument("--out", required=True, metavar="PREFIX", help="output prefix")
+    parser.add_argument(
+        "--model", choices=["msprime", "balding-nichols"], default="msprime",
+        help="coalescent admixture simulation, or numpy-only Balding-Nichols",
+    )
+    parser.add_argument(
+        "-K", type=_positive_int, default=3, help="number of ancestral populations"
+    )
+    parser.add_argument(
+        "-m", "--n-admixed", type=_positive_int, default=50,
+        help="number of admixed individuals",
+    )
+    parser.add_argument(
+        "--alpha", type=_positive_float, default=1.0,
+        help="symmetric Dirichlet parameter of the proportions",
+    )
+    parser.add_argument("--seed", type=_non_negative_int, default=1, help="random seed")
+    parser.add_argument(
+        "--n-snps", type=_positive_int, default=None,
+        help="number of SNPs (msprime: random subset of the simulated SNPs, default "
+        "all; balding-nichols: default 10000)",
+    )
+    coalescent = parser.add_argument_group("msprime model (the paper's values)")
+    coalescent.add_argument(
+        "--n-haplotypes", type=_positive_int, default=40,
+        help="chromosomes sampled per ancestral population",
+    )
+    coalescent.add_argument(
+        "--split-time", type=_positive_float, default=4000.0,
+        help="generations since the populations split",
+    )
+    coalescent.add_argument(
+        "--ne", type=_positive_float, default=1e4, help="effective population size"
+    )
+    coalescent.add_argument(
+        "--mutation-rate", type=_positive_float, default=1e-8,
+        help="per bp per generation",
+    )
+    coalescent.add_argument(
+        "--recombination-rate", type=_positive_float, default=1e-8,
+        help="per bp per generation",
+    )
+    coalescent.add_argument(
+        "--length", type=_positive_float, default=DEFAULT_SEQUENCE_LENGTH,
+        help="chromosome length in bp (the paper used 250e6, which msprime needs "
+        "well over 2 minutes for; see the docs of simulate_admixture)",
+    )
+    coalescent.add_argument(
+        "--block-rate", type=_positive_float, default=20.0,
+        help="rate of the exponential mosaic block lengths, per Morgan",
+    )
+    coalescent.add_argument(
+        "--bp-per-morgan", type=_positive_float, default=1e8,
+        help="base pairs per Morgan",
+    )
+    bn = parser.add_argument_group("balding-nichols model")
+    bn.add_argument(
+        "--fst", type=_fraction(1.0), default=0.1, help="Balding-Nichols F_ST in (0, 1)"
+    )
+    parser.set_defaults(runner=run_simulate)
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    """Simulate and write the data set and its truth."""
+    from .io import write_simulation
+    from .simulate import simulate_admixture, simulate_balding_nichols
+
+    start = time.perf_counter()
+    if args.model == "msprime":
+        sim = simulate_admixture(
+            args.n_admixed,
+            args.K,
+            alpha=args.alpha,
+            n_haplotypes=args.n_haplotypes,
+            split_time=args.split_time,
+            population_size=args.ne,
+            mutation_rate=args.mutation_rate,
+            recombination_rate=args.recombination_rate,
+            sequence_length=args.length,
+            block_rate=args.block_rate,
+            bp_per_morgan=args.bp_per_morgan,
+            n_snps=args.n_snps,
+            seed=args.seed,
+        )
+    else:
+        if not 0 < args.fst < 1:
+            raise UsageError(f"--fst must lie in (0, 1), got {args.fst}")
+        sim = simulate_balding_nichols(
+            args.n_admixed,
+            args.n_snps or 10_000,
+            args.K,
+            fst=args.fst,
+            alpha=args.alpha,
+            seed=args.seed,
+        )
+    logger.info(
+        "simulated %d individuals x %d SNPs, K=%d in %.1f s",
+        sim.genotypes.n_individuals, sim.genotypes.n_snps, sim.Q.shape[1],
+        time.perf_counter() - start,
+    )
+    sim.parameters["command_line"] = command_line(args._argv)
+    sim.parameters["admixspec_version"] = __version__
+    written = write_simulation(sim, args.out)
+    logger.info("wrote %s", ", ".join(str(p) for p in written))
+    return 0
+
+
+# --------------------------------------------------------------------------- info
+
+
+def _add_info_parser(subparsers) -> None:
+    parser = _add_subcommand(
+        subparsers,
+        "info",
+        help="summarise a genotype file: sizes, filters, missingness, ploidy",
+        description=(
+            "Read a VCF/BCF or PLINK input as 'admixspec run' would, and report the "
+            "individuals, the variants read, kept and removed (by reason), the "
+            "missingness and the ploidy handling. Exits 1 when fewer than 2 "
+            "individuals or 2 SNPs remain."
+        ),
+    )
+    add_genotype_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.set_defaults(runner=run_info)
+
+
+def genotype_summary(genotypes) -> dict:
+    """A JSON-ready summary of a filtered :class:`Genotypes` (used by ``info``)."""
+    from .filters import snp_statistics
+
+    called, _, missing_rows = snp_statistics(genotypes.dosage)
+    n, m = genotypes.dosage.shape
+    log = {entry["filter"]: entry for entry in genotypes.filter_log}
+    read = log.get("biallelic_snp", {}).get("details", {}).get("records_read", m)
+    removed = {
+        entry["filter"]: {
+            "unit": entry["unit"], "removed": entry["removed"], "reason": entry["reason"]
+        }
+        for entry in genotypes.filter_log
+        if entry["filter"] != "ploidy"
+    }
+    ploidy = log.get("ploidy")
+    if ploidy is None:
+        ploidy_text = {
+            "policy": "PLINK 1 .bed: diploid calls; haploid calls are stored as "
+            "homozygous by PLINK"
+        }
+    else:
+        ploidy_text = {
+            "policy": "haploid calls read as homozygous; half calls and ploidy > 2 "
+            "read as missing",
+            **ploidy.get("details", {}),
+        }
+    return {
+        "input": genotypes.source,
+        "individuals": int(n),
+        "variants_read": int(read),
+        "variants_kept": int(m),
+        "individuals_removed": int(
+            sum(e["removed"] for e in genotypes.filter_log if e["unit"] == "individuals")
+        ),
+        "removed": removed,
+        "missing_fraction": genotypes.missing_fraction,
+        "missing_fraction_per_individual_max": float(missing_rows.max() / m) if m else 0.0,
+        "missing_fraction_per_snp_max": float(1 - called.min() / n) if n and m else 0.0,
+        "ploidy": ploidy_text,
+        "counted_allele": "VCF REF / .bim column 6 (A2); P is its frequency",
+    }
+
+
+def run_info(args: argparse.Namespace) -> int:
+    """Print the summary of one input."""
+    genotypes = read_genotypes_from_args(args)
+    summary = genotype_summary(genotypes)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    lines = [
+        f"input:            {summary['input']}",
+        f"individuals:      {summary['individuals']} kept, "
+        f"{summary['individuals_removed']} removed",
+        f"variants:         {summary['variants_read']} read, "
+        f"{summary['variants_kept']} kept",
+    ]
+    for name, entry in summary["removed"].items():
+        lines.append(
+            f"  - {name}: {entry['removed']} {entry['unit']} removed ({entry['reason']})"
+        )
+    lines += [
+        f"missing calls:    {summary['missing_fraction']:.4%} overall; max "
+        f"{summary['missing_fraction_per_individual_max']:.2%} per individual, "
+        f"{summary['missing_fraction_per_snp_max']:.2%} per SNP",
+        f"ploidy:           {summary['ploidy']['policy']}",
+    ]
+    details = {k: v for k, v in summary["ploidy"].items() if k != "policy"}
+    if details:
+        lines.append("                  " + ", ".join(f"{k}: {v}" for k, v in details.items()))
+    lines.append(f"counted allele:   {summary['counted_allele']}")
+    print("\n".join(lines))
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def get_parser() -> argparse.ArgumentParser:
+    """Build the ``admixspec`` argument parser with all subcommands."""
+    parser = _Parser(
+        prog="admixspec",
+        description=(
+            "Genetic ancestry (admixture) inference by a spectral tensor-eigenpair "
+            "method, with ADMIXTURE-compatible outputs."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"admixspec {__version__}")
+    subparsers = parser.add_subparsers(
+        title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser
+    )
+    # One _add_<name>_parser(subparsers) per subcommand; add new ones here.
+    _add_simulate_parser(subparsers)
+    _add_info_parser(subparsers)
+    return parser
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    level = logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("admixspec: %(message)s"))
+    logger.handlers = [handler]
+    logger.setLevel(level)
+    logger.propagate = False
+
+
+def _error_line(error: BaseException) -> str:
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        return f"admixspec: error: {where}{error.strerror or error}"
+    return f"admixspec: error: {error}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name; ``None`` uses ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 on success, 1 for data errors (bad or unusable input), 2 for usage
+        errors. (argparse itself exits with 2 via ``SystemExit`` on bad flags.)
+    """
+    if argv is None and hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet `admixspec info x | head`
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "runner"):
+        parser.print_help(sys.stderr)
+        return 2
+    args._argv = sys.argv[1:] if argv is None else list(argv)
+    _configure_logging(args)
+    try:
+        return int(args.runner(args) or 0)
+    except UsageError as error:
+        if args.debug:
+            raise
+        print(_error_line(error), file=sys.stderr)
+        return 2
+    except (InputError, AdmixspecError, OSError) as error:
+        if args.debug:
+            raise
+        print(_error_line(error), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("admixspec: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

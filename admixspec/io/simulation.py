@@ -1,0 +1,88 @@
+"""Write a simulated data set (genotypes + truth) to disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .admixture import atomic_write, write_json, write_p, write_q
+from .plink import write_plink
+from .vcf import write_vcf
+
+__all__ = ["write_labels", "write_simulation"]
+
+
+def write_labels(path, samples, populations) -> None:
+    """Write a ``sample_id<TAB>population`` table with a header, atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    samples, populations : sequence of str, same length
+    """
+    samples = np.asarray(samples, dtype=str)
+    populations = np.asarray(populations, dtype=str)
+    if samples.shape != populations.shape:
+        raise ValueError("samples and populations must have the same length")
+    with atomic_write(path) as handle:
+        handle.write("sample_id\tpopulation\n")
+        handle.writelines(f"{s}\t{p}\n" for s, p in zip(samples, populations, strict=True))
+
+
+def write_simulation(sim, prefix, *, vcf: bool = True, plink: bool = True) -> list[Path]:
+    """Write a :class:`~admixspec.simulate.SimulatedData` under ``prefix``.
+
+    Files (each written atomically):
+
+    * ``prefix.vcf.gz`` + ``prefix.vcf.gz.tbi`` (REF = counted allele; the
+      index needs the ``tabix`` program),
+    * ``prefix.bed/.bim/.fam`` (``.bim`` column 6 = counted allele),
+    * ``prefix.truth.Q`` (n_individuals x K) and ``prefix.truth.P``
+      (n_snps x K) in ADMIXTURE format (6 decimals, clamped to
+      [1e-5, 1 - 1e-5]),
+    * ``prefix.labels.tsv`` (``sample_id``, ``population``),
+    * ``prefix.params.json`` (simulator parameters, shapes, file names).
+
+    Parameters
+    ----------
+    sim : SimulatedData
+    prefix : str or os.PathLike
+        Output prefix; its folder is created if needed.
+    vcf, plink : bool
+        Whether to write each genotype format.
+
+    Returns
+    -------
+    list of pathlib.Path
+        Every file written.
+    """
+    prefix = Path(prefix)
+    if str(prefix.parent):
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    if vcf:
+        written += write_vcf(f"{prefix}.vcf.gz", sim.genotypes)
+    if plink:
+        written += write_plink(prefix, sim.genotypes)
+    K = sim.Q.shape[1]
+    q_path, p_path = Path(f"{prefix}.truth.Q"), Path(f"{prefix}.truth.P")
+    write_q(q_path, sim.Q)
+    write_p(p_path, sim.P)
+    labels = Path(f"{prefix}.labels.tsv")
+    write_labels(labels, sim.genotypes.samples, sim.populations)
+    written += [q_path, p_path, labels]
+    params = Path(f"{prefix}.params.json")
+    written.append(params)
+    write_json(
+        params,
+        {
+            "parameters": sim.parameters,
+            "n_individuals": sim.genotypes.n_individuals,
+            "n_snps": sim.genotypes.n_snps,
+            "K": K,
+            "counted_allele": "VCF REF = .bim column 6 (A2); truth P is its frequency",
+            "files": [p.name for p in written],
+        },
+    )
+    return written
