@@ -136,9 +136,9 @@ def filter_geno(genotypes: Genotypes, geno: float) -> Genotypes:
 
 def _minor_allele_frequency(genotypes: Genotypes) -> tuple[np.ndarray, np.ndarray]:
     called, allele_sum, _ = snp_statistics(genotypes.dosage)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frequency = np.where(called > 0, allele_sum / (2.0 * np.maximum(called, 1)), 0.0)
-    return np.minimum(frequency, 1 - frequency), called
+    # Minor allele *count* first, so that e.g. 1 of 10 alleles is exactly 0.1.
+    minor = np.minimum(allele_sum, 2 * called - allele_sum)
+    return minor / (2.0 * np.maximum(called, 1)), called
 
 
 def filter_monomorphic(genotypes: Genotypes) -> Genotypes:
