@@ -1,0 +1,238 @@
+"""The command line, in-process: subcommands and one test per bad-input case."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from admixspec import InputError, read_genotypes, read_p, read_q, simulate_balding_nichols
+from admixspec.cli import get_parser, main
+from admixspec.io import write_plink, write_vcf
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+VCF_HEADER = (
+    "##fileformat=VCFv4.2\n"
+    "##contig=<ID=1,length=1000>\n"
+    '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+    "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ta\tb\tc\n"
+)
+
+
+def run(argv, capsys) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_line_error(capsys, argv, code: int, message: str) -> None:
+    status, _, err = run(argv, capsys)
+    assert status == code
+    assert err.splitlines() == [f"admixspec: error: {message}"]
+
+
+@pytest.fixture
+def plink_fixture(tmp_path) -> Path:
+    sim = simulate_balding_nichols(20, 200, 2, seed=1)
+    write_plink(tmp_path / "sim", sim.genotypes)
+    return tmp_path / "sim"
+
+
+@pytest.fixture
+def vcf_gz_fixture(tmp_path) -> Path:
+    sim = simulate_balding_nichols(20, 400, 2, seed=1)
+    path = tmp_path / "sim.vcf.gz"
+    write_vcf(path, sim.genotypes, index=False)
+    return path
+
+
+class TestParser:
+    def test_get_parser__subcommands_have_runners(self):
+        parser = get_parser()
+        for argv in (["simulate", "--out", "x"], ["info", "x.vcf"]):
+            assert callable(parser.parse_args(argv).runner)
+
+    def test_main__no_subcommand_prints_help_and_returns_2(self, capsys):
+        code, _, err = run([], capsys)
+        assert code == 2
+        assert "subcommands" in err
+
+
+class TestSimulate:
+    def test_simulate__balding_nichols_writes_every_file(self, tmp_path, capsys):
+        prefix = tmp_path / "out" / "bn"
+        code, _, _ = run(
+            ["simulate", "--model", "balding-nichols", "--out", prefix, "-m", "30",
+             "--n-snps", "500", "-K", "2", "--seed", "4", "-q"],
+            capsys,
+        )
+        assert code == 0
+        for suffix in (".vcf.gz", ".bed", ".bim", ".fam", ".truth.Q", ".truth.P",
+                       ".labels.tsv", ".params.json"):
+            assert Path(f"{prefix}{suffix}").exists(), suffix
+        assert read_q(f"{prefix}.truth.Q").shape == (30, 2)
+        assert read_p(f"{prefix}.truth.P").shape == (500, 2)
+        params = json.loads(Path(f"{prefix}.params.json").read_text())
+        assert params["parameters"]["seed"] == 4
+        assert params["parameters"]["command_line"].startswith("admixspec simulate")
+
+    def test_simulate__msprime_vcf_and_plink_agree_with_truth(self, tmp_path, capsys):
+        pytest.importorskip("msprime")
+        prefix = tmp_path / "ms"
+        code, _, err = run(
+            ["simulate", "--out", prefix, "-m", "10", "--n-haplotypes", "6",
+             "--length", "1e6", "--seed", "2"],
+            capsys,
+        )
+        assert code == 0
+        assert "simulated 10 individuals" in err
+        vcf = read_genotypes(f"{prefix}.vcf.gz")
+        bed = read_genotypes(f"{prefix}.bed")
+        np.testing.assert_array_equal(vcf.dosage, bed.dosage)
+        assert read_p(f"{prefix}.truth.P").shape == (vcf.n_snps, 3)
+        np.testing.assert_allclose(read_q(f"{prefix}.truth.Q").sum(axis=1), 1, atol=3e-5)
+        if Path(f"{prefix}.vcf.gz.tbi").exists():
+            assert read_genotypes(f"{prefix}.vcf.gz", region="1:1-500000").n_snps < (
+                vcf.n_snps
+            )
+
+    def test_simulate__K_below_1_is_usage_error(self, tmp_path, capsys):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["simulate", "--out", str(tmp_path / "x"), "-K", "0"])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.splitlines() == [
+            "admixspec simulate: error: argument -K: must be at least 1, got 0 "
+            "(see 'admixspec simulate --help')"
+        ]
+
+
+class TestInfo:
+    def test_info__human_summary_of_example(self, capsys):
+        code, out, _ = run(["info", DATA / "example.bed", "-q"], capsys)
+        assert code == 0
+        assert "individuals:      60 kept, 0 removed" in out
+        assert "variants:         10000 read, 10000 kept" in out
+        assert "ploidy:" in out and "missing calls:" in out
+
+    def test_info__json_reports_filters(self, capsys):
+        code, out, _ = run(
+            ["info", DATA / "example.vcf.gz", "--maf", "0.1", "--json", "-q"], capsys
+        )
+        assert code == 0
+        summary = json.loads(out)
+        assert summary["individuals"] == 60
+        assert summary["variants_read"] == 10_000
+        removed = summary["removed"]["maf"]["removed"]
+        assert summary["variants_kept"] == 10_000 - removed
+        assert removed > 0
+        assert summary["ploidy"]["haploid_as_homozygous"] == 0
+
+    def test_info__keep_file(self, tmp_path, capsys):
+        keep = tmp_path / "keep.txt"
+        keep.write_text("pop1-01\nadm-05\npop3-10\n")
+        code, out, _ = run(["info", DATA / "example.bed", "--keep", keep, "--json", "-q"],
+                           capsys)
+        assert code == 0
+        assert json.loads(out)["individuals"] == 3
+
+
+class TestBadInput:
+    def test_missing_file(self, tmp_path, capsys):
+        path = tmp_path / "absent.vcf.gz"
+        assert_one_line_error(capsys, ["info", path], 1, f"{path}: file not found")
+
+    def test_missing_plink_prefix(self, tmp_path, capsys):
+        path = tmp_path / "absent"
+        assert_one_line_error(capsys, ["info", path], 1, f"{path}: file not found")
+
+    def test_truncated_bgzf(self, vcf_gz_fixture, capsys):
+        data = vcf_gz_fixture.read_bytes()
+        vcf_gz_fixture.write_bytes(data[: len(data) - 100])
+        assert_one_line_error(
+            capsys, ["info", vcf_gz_fixture], 1,
+            f"{vcf_gz_fixture}: truncated or corrupt BGZF file (the end-of-file block "
+            "is missing)",
+        )
+
+    def test_truncated_gzip(self, tmp_path, capsys):
+        path = tmp_path / "plain.vcf.gz"
+        body = "".join(f"1\t{i}\t.\tA\tC\t.\t.\t.\tGT\t0/0\t0/1\t1/1\n" for i in range(1, 500))
+        data = gzip.compress((VCF_HEADER + body).encode())
+        path.write_bytes(data[: len(data) // 2])
+        assert_one_line_error(
+            capsys, ["info", path], 1,
+            f"{path}: truncated gzip file (unexpected end of data)",
+        )
+
+    def test_header_only_vcf(self, tmp_path, capsys):
+        path = tmp_path / "header.vcf"
+        path.write_text(VCF_HEADER)
+        assert_one_line_error(
+            capsys, ["info", path], 1, f"{path}: has no variant records (header only)"
+        )
+
+    def test_vcf_without_gt(self, tmp_path, capsys):
+        path = tmp_path / "nogt.vcf"
+        path.write_text(
+            VCF_HEADER.replace(
+                '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+                '##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Depth">',
+            )
+            + "1\t5\t.\tA\tC\t.\t.\t.\tDP\t3\t4\t5\n"
+        )
+        assert_one_line_error(
+            capsys, ["info", path], 1,
+            f"{path}: has no GT (genotype) FORMAT field in its header",
+        )
+
+    def test_bed_size_disagrees_with_bim_and_fam(self, plink_fixture, capsys):
+        with open(f"{plink_fixture}.fam", "a") as handle:
+            for i in range(4):  # 24 individuals need 6 bytes per SNP, not 5
+                handle.write(f"x{i} x{i} 0 0 0 -9\n")
+        bed = f"{plink_fixture}.bed"
+        assert_one_line_error(
+            capsys, ["info", bed], 1,
+            f"{bed}: size 1003 bytes disagrees with the .bim (200 SNPs) and .fam "
+            "(24 individuals) line counts: expected 1203 bytes",
+        )
+
+    def test_bed_wrong_magic(self, plink_fixture, capsys):
+        bed = Path(f"{plink_fixture}.bed")
+        bed.write_bytes(b"\x00\x00\x01" + bed.read_bytes()[3:])
+        assert_one_line_error(
+            capsys, ["info", bed], 1,
+            f"{bed}: not a PLINK 1 .bed file (wrong magic bytes: expected 6c 1b, "
+            "found 00 00)",
+        )
+
+    def test_fewer_than_2_individuals_after_filtering(self, plink_fixture, tmp_path,
+                                                      capsys):
+        keep = tmp_path / "one.txt"
+        keep.write_text("ind3\n")
+        assert_one_line_error(
+            capsys, ["info", plink_fixture, "--keep", keep], 1,
+            f"{plink_fixture}.bed: fewer than 2 individuals left after filtering "
+            "(1 left)",
+        )
+
+    def test_fewer_than_2_snps_after_filtering(self, plink_fixture, capsys):
+        assert_one_line_error(
+            capsys, ["info", plink_fixture, "--region", "1:5-5"], 1,
+            f"{plink_fixture}.bed: fewer than 2 usable SNPs left after filtering "
+            "(1 left)",
+        )
+
+    def test_library_usage_error_exits_2(self, plink_fixture, capsys):
+        assert_one_line_error(
+            capsys, ["info", plink_fixture, "--region", "1:9-3"], 2,
+            "invalid region '1:9-3': end before start",
+        )
+
+    def test_debug_shows_the_traceback(self, tmp_path):
+        with pytest.raises(InputError, match="file not found"):
+            main(["info", str(tmp_path / "absent.vcf"), "--debug"])
