@@ -12,12 +12,17 @@ from .binary_latent import (
     w_error,
     wls_step,
 )
+from .bootstrap import BootstrapResult, bootstrap
+from .crossval import CVResult, cross_validate
 from .exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
 from .filters import apply_filters, check_K
 from .genotypes import MISSING, Genotypes
 from .io import read_genotypes, read_p, read_q, write_p, write_q
+from .likelihood import loglikelihood
 from .metrics import match_components, q_error
 from .plot import align_components, ancestry_palette, plot_ancestry, plot_cv
+from .project import SupervisedResult, fit_supervised, project
+from .refine import IterationInfo, MLResult, fit_ml, format_iteration, format_summary
 from .simulate import SimulatedData, simulate_balding_nichols
 from .tensor import TensorEigenpairs, eigenpairs
 
@@ -26,25 +31,38 @@ __version__ = "0.1.0"
 __all__ = [
     "AdmixspecError",
     "BinaryLatentResult",
+    "BootstrapResult",
+    "CVResult",
     "ConvergenceWarning",
     "Genotypes",
     "InputError",
+    "IterationInfo",
     "MISSING",
+    "MLResult",
     "SimulatedData",
+    "SupervisedResult",
     "TensorEigenpairs",
     "UsageError",
     "__version__",
     "align_components",
     "ancestry_palette",
     "apply_filters",
+    "bootstrap",
     "check_K",
+    "cross_validate",
     "eigenpairs",
     "fit_als",
     "fit_binary_latent",
+    "fit_ml",
     "fit_oracle",
+    "fit_supervised",
+    "format_iteration",
+    "format_summary",
+    "loglikelihood",
     "match_components",
     "plot_ancestry",
     "plot_cv",
+    "project",
     "q_error",
     "read_genotypes",
     "read_p",

@@ -1,0 +1,129 @@
+"""ADMIXTURE-style cross-validation for choosing K.
+
+ADMIXTURE's ``--cv=v`` (Alexander & Lange 2011) partitions the *observed
+genotype entries* into ``v`` folds; for each fold it masks those entries,
+refits on the rest (starting from the full-data estimate) and predicts the
+masked genotypes by ``mu = 2 Q P^T``. The reported ``CV error`` is the mean
+binomial deviance ``d(g, mu) = g log(g/mu) + (2-g) log((2-g)/(2-mu))`` over
+the held-out entries (checked here: the in-sample mean of ``d`` at
+ADMIXTURE's own HapMap3 estimates is 0.5486/0.4744/0.4665 for K = 1/2/3,
+against its CV errors 0.5525/0.4819/0.4784).
+
+Folds are assigned by a hash of each entry's index and the seed, so no
+per-entry index array is stored: memory is one masked int8 copy of the
+dosage.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from .exceptions import UsageError
+from .likelihood import (
+    _deviance_kernel,
+    _mask_fold_kernel,
+    check_dosage,
+    check_params,
+    thread_limit,
+)
+from .refine import fit_ml
+
+__all__ = ["CVResult", "cross_validate", "format_cv"]
+
+
+class CVResult(NamedTuple):
+    """Cross-validation error of one K.
+
+    Attributes
+    ----------
+    error : float
+        Mean deviance over all held-out entries (ADMIXTURE's ``CV error``).
+    fold_errors : numpy.ndarray, float64, shape (folds,)
+        Mean deviance within each fold.
+    """
+
+    error: float
+    fold_errors: np.ndarray
+
+
+def format_cv(K: int, result: CVResult) -> str:
+    """ADMIXTURE's line, e.g. ``CV error (K=3): 0.47835``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> format_cv(3, CVResult(0.478351, np.array([0.478351])))
+    'CV error (K=3): 0.47835'
+    """
+    return f"CV error (K={K}): {result.error:.5f}"
+
+
+def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
+                   fit: Callable | None = None, start=None, tol: float = 1e-4,
+                   threads: int | None = None) -> CVResult:
+    """v-fold cross-validation error of the admixture model with K components.
+
+    Parameters
+    ----------
+    dosage : array_like or Genotypes, int8, shape (n_individuals, n_snps)
+        -1 marks missing genotypes (never held out).
+    K : int
+        Number of components.
+    folds : int
+        Number of folds v (ADMIXTURE's default 5).
+    seed : int, optional
+        Seed of the fold assignment and of the fits.
+    fit : callable, optional
+        ``fit(dosage_with_fold_masked, K, seed) -> (Q, P)``; default: the ML
+        fit (:func:`admixspec.refine.fit_ml`) started from the full-data
+        estimate, as ADMIXTURE does.
+    start : tuple of arrays (Q, P), optional
+        Full-data estimate for the default ``fit``; computed when omitted.
+    tol : float
+        Convergence tolerance of the default fits.
+    threads : int, optional
+
+    Returns
+    -------
+    CVResult
+
+    Examples
+    --------
+    >>> from admixspec import simulate_balding_nichols
+    >>> sim = simulate_balding_nichols(40, 1500, 2, fst=0.3, seed=5)
+    >>> G = sim.genotypes.dosage
+    >>> cross_validate(G, 2, seed=1).error < cross_validate(G, 1, seed=1).error
+    True
+    """
+    G = check_dosage(dosage)
+    folds = int(folds)
+    if folds < 2:
+        raise UsageError(f"folds must be >= 2, got {folds}")
+    rng = np.random.default_rng(seed)
+    fold_seed = int(rng.integers(0, 2**62))
+    if fit is None:
+        if start is None:
+            full = fit_ml(G, K, seed=seed, tol=tol, threads=threads)
+            start = (full.Q, full.P)
+        Q_start, P_start = start
+
+        def fit(Gm, K_, s):
+            res = fit_ml(Gm, K_, Q0=Q_start, P0=P_start, seed=s, tol=tol,
+                         threads=threads, batches=1)
+            return res.Q, res.P
+
+    masked = np.empty_like(G)
+    totals = np.zeros(folds)
+    counts = np.zeros(folds)
+    for f in range(folds):
+        with thread_limit(threads):
+            _mask_fold_kernel(G, masked, f, folds, fold_seed)
+        Q, P = fit(masked, K, None if seed is None else int(rng.integers(0, 2**31)))
+        Q, P = check_params(Q, P, *G.shape)
+        with thread_limit(threads):
+            totals[f], counts[f] = _deviance_kernel(G, P, Q, f, folds, fold_seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fold_errors = totals / counts
+    return CVResult(float(totals.sum() / counts.sum()), fold_errors)

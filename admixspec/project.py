@@ -1,0 +1,180 @@
+"""Projection onto fixed allele frequencies, and the supervised fit.
+
+* :func:`project` — P fixed (e.g. a fitted reference panel), each
+  individual's Q by maximum likelihood: the Q-only EM map, accelerated, over
+  SNP blocks in parallel. Individuals are independent given P, so a new
+  cohort is placed without influencing the reference.
+* :func:`fit_supervised` — ADMIXTURE's ``--supervised``: individuals with a
+  reference-population label keep Q fixed at that population's one-hot vector
+  (ADMIXTURE prints them as ``0.99999 0.00001``; here the same box value
+  ``1 - (K-1) Q_MIN``); P and the unlabelled individuals' Q are estimated.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .exceptions import ConvergenceWarning, InputError, UsageError
+from .likelihood import P_MAX, P_MIN, Engine, check_dosage, project_q, thread_limit
+from .mlinit import allele_frequencies, q_given_p
+from .refine import MLResult, _Fixed, accelerated_em
+
+__all__ = ["SupervisedResult", "UNKNOWN_LABELS", "fit_supervised", "project"]
+
+#: Labels that mean "not a reference individual" (ADMIXTURE's .pop uses '-').
+UNKNOWN_LABELS = frozenset({"-", ".", "", "NA", "nan", "None"})
+
+
+def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
+            threads: int | None = None, callback=None) -> np.ndarray:
+    """Maximum-likelihood ancestry proportions with P held fixed.
+
+    Parameters
+    ----------
+    dosage : array_like or Genotypes, int8, shape (n_individuals, n_snps)
+        Genotypes of the individuals to place (-1 missing), on the same SNPs
+        and counted alleles as ``P``.
+    P : array_like, float, shape (n_snps, K)
+        Fixed ancestral frequencies (e.g. a reference fit's ``.P``).
+    Q0 : array_like, float, shape (n_individuals, K), optional
+        Start; default a least-squares fit projected onto the simplex.
+    tol : float
+        Stop when an iteration gains less log-likelihood than this.
+    max_iter : int
+        Iteration limit (then :class:`ConvergenceWarning`).
+    threads : int, optional
+        Threads for the kernels.
+    callback : callable, optional
+        Receives :class:`admixspec.refine.IterationInfo` per iteration.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (n_individuals, K)
+        Rows on the simplex.
+
+    Examples
+    --------
+    >>> from admixspec import simulate_balding_nichols
+    >>> sim = simulate_balding_nichols(40, 3000, 3, fst=0.2, seed=3)
+    >>> Q = project(sim.genotypes.dosage, sim.P)
+    >>> float(abs(Q - sim.Q).mean()) < 0.03
+    True
+    """
+    G = check_dosage(dosage)
+    P = np.clip(np.array(P, dtype=np.float64, order="C", ndmin=2), P_MIN, P_MAX)
+    if P.shape[0] != G.shape[1]:
+        raise UsageError(f"P has {P.shape[0]} rows but the data have {G.shape[1]} SNPs")
+    with thread_limit(threads):
+        Q = q_given_p(G, P) if Q0 is None else project_q(np.array(Q0, dtype=np.float64))
+        if Q.shape != (G.shape[0], P.shape[1]):
+            raise UsageError(f"Q0 must have shape {(G.shape[0], P.shape[1])}")
+        engine = Engine(G, P.shape[1])
+        Q, _, _, _, converged, _ = accelerated_em(
+            engine, Q, P, tol=tol, max_iter=max_iter, update_p=False, callback=callback
+        )
+    if not converged:
+        warnings.warn(f"projection stopped at max_iter={max_iter}", ConvergenceWarning,
+                      stacklevel=2)
+    return Q
+
+
+@dataclass
+class SupervisedResult(MLResult):
+    """:class:`MLResult` of a supervised fit, with the component order.
+
+    Attributes
+    ----------
+    populations : list of str
+        Reference population of each of the first ``len(populations)``
+        components (further components, if K is larger, are unsupervised).
+    """
+
+    populations: list = field(default_factory=list)
+
+
+def _parse_labels(labels, m):
+    labels = list(labels)
+    if len(labels) != m:
+        raise InputError(f"{len(labels)} population labels for {m} individuals")
+    clean = [None if (x is None or str(x).strip() in UNKNOWN_LABELS) else str(x).strip()
+             for x in labels]
+    populations: list[str] = []
+    for x in clean:
+        if x is not None and x not in populations:
+            populations.append(x)
+    return clean, populations
+
+
+def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
+                   max_iter: int = 1000, seed=None, threads: int | None = None,
+                   callback=None) -> SupervisedResult:
+    """ADMIXTURE's supervised fit: reference individuals' Q fixed one-hot.
+
+    Parameters
+    ----------
+    dosage : array_like or Genotypes, int8, shape (n_individuals, n_snps)
+    K : int or None
+        Number of components; ``None`` means the number of reference
+        populations. Must be at least that number.
+    labels : sequence of str or None, length n_individuals
+        Reference population per individual, or ``None``/``"-"``/``"."`` for
+        individuals to estimate. Component ``k`` is the ``k``-th population
+        in order of first appearance.
+    tol, max_iter, seed, threads, callback
+        As in :func:`admixspec.refine.fit_ml`.
+
+    Returns
+    -------
+    SupervisedResult
+
+    Examples
+    --------
+    >>> from admixspec import simulate_balding_nichols
+    >>> sim = simulate_balding_nichols(60, 2000, 2, fst=0.2, unadmixed_fraction=0.5, seed=4)
+    >>> labels = [p if i < 30 else "-" for i, p in enumerate(sim.populations)]
+    >>> res = fit_supervised(sim.genotypes.dosage, 2, labels)
+    >>> res.populations, bool(res.Q[:30].max(axis=1).min() > 0.99)
+    (['pop1', 'pop2'], True)
+    """
+    t_start = time.perf_counter()
+    G = check_dosage(dosage)
+    m, n = G.shape
+    clean, populations = _parse_labels(labels, m)
+    if not populations:
+        raise InputError("no individual has a reference population label")
+    K = len(populations) if K is None else int(K)
+    if K < len(populations):
+        raise UsageError(f"K={K} is smaller than the {len(populations)} reference "
+                         "populations in the labels")
+    index = {p: k for k, p in enumerate(populations)}
+    rows = np.array([i for i, x in enumerate(clean) if x is not None], dtype=np.int64)
+    comps = np.array([index[clean[i]] for i in rows], dtype=np.int64)
+    values = np.zeros((len(rows), K))
+    values[np.arange(len(rows)), comps] = 1.0
+    project_q(values)
+    rng = np.random.default_rng(seed)
+    with thread_limit(threads):
+        # start: reference frequencies per labelled population, random otherwise
+        P = rng.uniform(0.05, 0.95, size=(n, K))
+        for k in range(len(populations)):
+            P[:, k] = allele_frequencies(G[rows[comps == k]])
+        np.clip(P, P_MIN, P_MAX, out=P)
+        Q = q_given_p(G, P)
+        Q[rows] = values
+        engine = Engine(G, K)
+        t_init = time.perf_counter() - t_start
+        Q, P, ll, n_iter, converged, history = accelerated_em(
+            engine, Q, P, tol=tol, max_iter=max_iter, fixed=_Fixed(rows, values),
+            callback=callback,
+        )
+    total = time.perf_counter() - t_start
+    if not converged:
+        warnings.warn(f"supervised fit stopped at max_iter={max_iter}",
+                      ConvergenceWarning, stacklevel=2)
+    return SupervisedResult(Q, P, ll, n_iter, converged, history,
+                            {"init": t_init, "em": total - t_init, "total": total},
+                            engine.passes, "supervised", populations)
