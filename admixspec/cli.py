@@ -430,6 +430,145 @@ def run_info(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- plot, summary
+
+
+def _k_list(text: str) -> list[int]:
+    """Parse ``3``, ``2-5`` or ``2,3,4`` into a list of K."""
+    values = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                low, high = (int(x) for x in part.split("-", 1))
+                values.extend(range(low, high + 1))
+            else:
+                values.append(int(part))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"not a K value or range: {text!r}"
+            ) from None
+    return values
+
+
+def _flat(lists):
+    return None if lists is None else [K for part in lists for K in part]
+
+
+def _add_plot_parser(subparsers) -> None:
+    parser = _add_subcommand(
+        subparsers,
+        "plot",
+        help="stacked-bar ancestry plot across K (and CV error against K)",
+        description=(
+            "Draw ADMIXTURE-style stacked-bar plots of one or more Q files: one "
+            "panel per K in numeric order, individuals grouped by population and "
+            "sorted within it, each ancestral component in one colour across K "
+            "(components aligned by optimal assignment, as pong/CLUMPP do). The "
+            "format follows the --out extension: .png, .pdf or .svg."
+        ),
+    )
+    parser.add_argument(
+        "inputs", nargs="+", metavar="Q_OR_PREFIX",
+        help="PREFIX.K.Q files, or run prefixes (every PREFIX.K.Q found is plotted)",
+    )
+    parser.add_argument(
+        "-o", "--out", required=True, metavar="FILE",
+        help="output figure; .png, .pdf or .svg",
+    )
+    parser.add_argument(
+        "--labels", metavar="FILE",
+        help="population labels: a .pop file (one label per line, Q row order), a "
+        ".fam (family column), or a CSV/TSV with sample_id and population columns",
+    )
+    parser.add_argument(
+        "--ids", metavar="FILE",
+        help="sample IDs in Q row order, to look a CSV/TSV label table up: the run's "
+        ".fam, .bed or VCF, or a file with one ID per line",
+    )
+    parser.add_argument(
+        "--population-order", metavar="POP,POP,...",
+        type=lambda text: [p for p in text.split(",") if p],
+        help="left-to-right population order; unlisted populations follow in order "
+        "of first appearance",
+    )
+    parser.add_argument(
+        "-K", type=_k_list, nargs="+", metavar="K",
+        help="plot only these K: '3 4', '2-5' or '2,4,6'; all inputs if not given",
+    )
+    parser.add_argument(
+        "--cv-out", metavar="FILE",
+        help="also draw CV error against K (from the PREFIX.K.log files beside the "
+        "Q files) to this .png/.pdf/.svg",
+    )
+    parser.add_argument("--title", help="figure title")
+    parser.add_argument(
+        "--width", type=_positive_float, metavar="INCHES",
+        help="figure width; chosen from the number of individuals if not given",
+    )
+    parser.add_argument(
+        "--panel-height", type=_positive_float, default=1.2, metavar="INCHES",
+        help="height of one K panel",
+    )
+    parser.add_argument("--dpi", type=_positive_int, default=150, help="PNG resolution")
+    parser.add_argument(
+        "--no-align", action="store_true",
+        help="draw Q columns as given, without aligning components across K",
+    )
+    parser.set_defaults(runner=run_plot)
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    """``admixspec plot``: one call to :func:`admixspec.plot_ancestry`."""
+    from .plot import plot_ancestry, plot_cv
+
+    plot_ancestry(
+        args.inputs, labels=args.labels, sample_ids=args.ids,
+        population_order=args.population_order, Ks=_flat(args.K),
+        align=not args.no_align, out=args.out, title=args.title, width=args.width,
+        panel_height=args.panel_height, dpi=args.dpi,
+    )
+    if args.cv_out:
+        plot_cv(args.inputs, out=args.cv_out)
+    return 0
+
+
+def _add_summary_parser(subparsers) -> None:
+    parser = _add_subcommand(
+        subparsers,
+        "summary",
+        help="table of a run over K: log-likelihood, CV error, time, best K",
+        description=(
+            "Tabulate PREFIX.K.log/.json for every PREFIX.K.Q: K, log-likelihood, CV "
+            "error, wall time in seconds, and 'best' on the K with the lowest CV error."
+        ),
+    )
+    parser.add_argument("prefix", help="the --out prefix of admixspec run")
+    parser.add_argument(
+        "-K", type=_k_list, nargs="+", metavar="K",
+        help="only these K: '3 4', '2-5' or '2,4,6'; every PREFIX.K.Q if not given",
+    )
+    parser.add_argument(
+        "-o", "--out", metavar="TSV",
+        help="write the table as tab-separated values; printed if not given",
+    )
+    parser.set_defaults(runner=run_summary)
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    """``admixspec summary``: one call to :func:`admixspec.io.results.summarize_runs`."""
+    from .io.results import summarize_runs
+
+    table = summarize_runs(args.prefix, Ks=_flat(args.K))
+    if args.out:
+        from .io.admixture import write_text
+
+        write_text(args.out, table.to_csv(sep="\t", index=False, float_format="%.10g"))
+    else:
+        print(table.to_string(index=False, na_rep="-"))
+    return 0
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -449,6 +588,8 @@ def get_parser() -> argparse.ArgumentParser:
     # One _add_<name>_parser(subparsers) per subcommand; add new ones here.
     _add_simulate_parser(subparsers)
     _add_info_parser(subparsers)
+    _add_plot_parser(subparsers)
+    _add_summary_parser(subparsers)
     return parser
 
 

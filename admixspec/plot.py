@@ -117,7 +117,8 @@ def _load_panels(Qs, Ks) -> list[tuple[np.ndarray, str]]:
         wanted = {int(K) for K in Ks}
         panels = [p for p in panels if p[0].shape[1] in wanted]
     if not panels:
-        raise UsageError("no Q matrix to plot" + (f" with K in {sorted(Ks)}" if Ks else ""))
+        which = f" with K in {sorted(Ks)}" if Ks else ""
+        raise UsageError("no Q matrix to plot" + which)
     return panels
 
 
@@ -379,7 +380,8 @@ def plot_ancestry(
     edges = np.arange(n + 1)
     for ax, Q, name in zip(axes, aligned, panel_names):
         rows = Q[order]
-        rows = rows / np.where(rows.sum(1, keepdims=True) > 0, rows.sum(1, keepdims=True), 1)
+        totals = rows.sum(1, keepdims=True)
+        rows = rows / np.where(totals > 0, totals, 1)
         top = np.cumsum(rows, axis=1)
         lower = np.zeros(n)
         for k in range(Q.shape[1]):

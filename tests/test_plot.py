@@ -255,3 +255,58 @@ class TestRealData:
             assert aligned[labels == "CEU"].mean(0).argmax() == 1
             if Q.shape[1] >= 3:
                 assert aligned[labels == "MEX"].mean(0).argmax() == 2
+
+
+class TestPlotCommand:
+    def _run_files(self, folder):
+        truth = _nested_truth(n=8)
+        for K, cv in [(2, 0.6), (3, 0.5), (4, 0.55)]:
+            np.savetxt(folder / f"run.{K}.Q", truth[K], fmt="%.6f")
+            (folder / f"run.{K}.log").write_text(
+                f"Loglikelihood: -{10 - K}.25\nCV error (K={K}): {cv}\n"
+            )
+        (folder / "run.pop").write_text("A\nB\nA\nB\nA\nB\nA\nB\n")
+        return folder / "run"
+
+    def test_plot_command__writes_bars_and_cv_figures(self, tmp_path):
+        from admixspec.cli import main
+
+        prefix = self._run_files(tmp_path)
+        status = main(
+            [
+                "plot", str(prefix), "-K", "2-3", "--labels", str(prefix) + ".pop",
+                "--population-order", "B,A", "--out", str(tmp_path / "bars.svg"),
+                "--cv-out", str(tmp_path / "cv.png"), "-q",
+            ]
+        )
+        assert status == 0
+        svg = (tmp_path / "bars.svg").read_text()
+        assert "K=2" in svg and "K=3" in svg and "K=4" not in svg
+        assert _png_pixels(tmp_path / "cv.png").shape[0] > 100
+
+    def test_plot_command__bad_extension_exits_2(self, tmp_path, capsys):
+        from admixspec.cli import main
+
+        prefix = self._run_files(tmp_path)
+        assert main(["plot", str(prefix), "--out", str(tmp_path / "x.gif")]) == 2
+        assert "use .png, .pdf or .svg" in capsys.readouterr().err
+
+    def test_plot_command__missing_input_exits_1(self, tmp_path, capsys):
+        from admixspec.cli import main
+
+        assert main(["plot", str(tmp_path / "none"), "--out", str(tmp_path / "x.png")]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("admixspec: error: ") and "none" in err
+
+    def test_summary_command__prints_and_writes_tsv(self, tmp_path, capsys):
+        from admixspec.cli import main
+
+        prefix = self._run_files(tmp_path)
+        assert main(["summary", str(prefix)]) == 0
+        printed = capsys.readouterr().out
+        assert "cv_error" in printed and "-7.25" in printed
+        assert main(["summary", str(prefix), "-K", "2", "4", "--out", str(tmp_path / "s.tsv")]) == 0
+        lines = (tmp_path / "s.tsv").read_text().splitlines()
+        assert lines[0].split("\t") == ["K", "loglik", "cv_error", "seconds", "best"]
+        assert [line.split("\t")[0] for line in lines[1:]] == ["2", "4"]
+        assert lines[2].split("\t")[-1] == "True"

@@ -121,7 +121,9 @@ def read_population_labels(path, *, sample_ids=None) -> np.ndarray:
         fields = [line.split() for line in lines]
         for number, row in enumerate(fields, start=1):
             if len(row) < 2:
-                raise InputError(".fam line has fewer than 2 fields", path=path, line=number)
+                raise InputError(
+                    ".fam line has fewer than 2 fields", path=path, line=number
+                )
         labels = np.array([row[0] for row in fields], dtype=str)
         if sample_ids is not None:
             by_id = dict(zip((row[1] for row in fields), labels))
@@ -193,7 +195,9 @@ def read_sample_ids(path) -> np.ndarray:
         fields = [line.split() for line in lines]
         for number, row in enumerate(fields, start=1):
             if len(row) < 2:
-                raise InputError(".fam line has fewer than 2 fields", path=path, line=number)
+                raise InputError(
+                    ".fam line has fewer than 2 fields", path=path, line=number
+                )
         return np.array([row[1] for row in fields], dtype=str)
     return np.array([line.split()[0] for line in lines], dtype=str)
 
@@ -259,7 +263,9 @@ def read_run_log(path) -> dict:
         try:
             loglik = float(logliks[-1])
         except ValueError:
-            raise InputError(f"bad Loglikelihood value {logliks[-1]!r}", path=path) from None
+            raise InputError(
+                f"bad Loglikelihood value {logliks[-1]!r}", path=path
+            ) from None
     cv = {}
     for K, value in _CV.findall(text):
         try:
