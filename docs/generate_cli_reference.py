@@ -72,7 +72,7 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[str]:
         if action.choices is not None and "choices" not in (action.help or ""):
             text += " Choices: " + ", ".join(f"`{c}`" for c in action.choices) + "."
         if action.required and action.option_strings:
-            text += " **Required.**"
+            text += " (required)"
         rows.append(f"| {names} | {_escape(text)} |")
     return rows
 
