@@ -23,7 +23,7 @@ from .metrics import match_components, q_error
 from .plot import align_components, ancestry_palette, plot_ancestry, plot_cv
 from .project import SupervisedResult, fit_supervised, project
 from .refine import IterationInfo, MLResult, fit_ml, format_iteration, format_summary
-from .simulate import SimulatedData, simulate_balding_nichols
+from .simulate import SimulatedData, simulate_admixture, simulate_balding_nichols
 from .tensor import TensorEigenpairs, eigenpairs
 
 __version__ = "0.1.0"
@@ -67,6 +67,7 @@ __all__ = [
     "read_genotypes",
     "read_p",
     "read_q",
+    "simulate_admixture",
     "simulate_balding_nichols",
     "simulate_binary_latent",
     "w_error",

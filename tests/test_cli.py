@@ -236,3 +236,21 @@ class TestBadInput:
     def test_debug_shows_the_traceback(self, tmp_path):
         with pytest.raises(InputError, match="file not found"):
             main(["info", str(tmp_path / "absent.vcf"), "--debug"])
+
+
+class TestSubprocess:
+    def test_malformed_vcf__exactly_one_stderr_line_from_the_real_process(self, tmp_path):
+        """htslib's own messages are silenced, so stderr holds only our line."""
+        import subprocess
+        import sys
+
+        path = tmp_path / "bad.vcf"
+        path.write_text("##fileformat=VCFv4.2\n#CHROM\tPOS\n1\tx\n")
+        result = subprocess.run(
+            [sys.executable, "-m", "admixspec", "info", str(path)],
+            capture_output=True, text=True, check=False,
+        )
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"admixspec: error: {path}: cannot read as VCF/BCF (cannot parse VCF header)"
+        ]

@@ -31,6 +31,7 @@ indels and symbolic or ``*`` alleles are skipped and counted under the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -141,6 +142,25 @@ def _has_index(path: Path) -> bool:
     return any(Path(str(path) + suffix).exists() for suffix in (".tbi", ".csi"))
 
 
+@contextlib.contextmanager
+def _quiet_htslib():
+    """Silence htslib's own stderr messages (our errors carry the file name).
+
+    Left alone when the ``admixspec`` logger is at DEBUG level.
+    """
+    if logger.isEnabledFor(logging.DEBUG):
+        yield
+        return
+    from cyvcf2.cyvcf2 import set_htslib_log_level
+
+    set_htslib_log_level(0)
+    try:
+        yield
+    finally:
+        level = os.environ.get("CYVCF2_HTSLIB_LOG_LEVEL", "3")
+        set_htslib_log_level(int(level) if level.isdigit() else 3)
+
+
 def _open_vcf(path: Path, samples=None):
     from cyvcf2 import VCF
 
@@ -228,7 +248,7 @@ def read_vcf(
         raise InputError("is a directory, not a VCF/BCF file", path=path)
     _check_compressed_file(path)
     if region is not None:
-        chrom, start, end = parse_region(region)
+        parse_region(region)
         if not _has_index(path):
             raise InputError(
                 "--region needs an indexed file (no .tbi/.csi next to it; "
@@ -236,6 +256,13 @@ def read_vcf(
                 path=path,
             )
 
+    with _quiet_htslib():
+        return _read_vcf(path, samples, region, block_size)
+
+
+def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
+    if region is not None:
+        chrom, start, end = parse_region(region)
     vcf = _open_vcf(path)
     try:
         file_samples = list(vcf.samples)
