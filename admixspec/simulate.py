@@ -312,7 +312,7 @@ def simulate_admixture(
     haplotypes = tree_sequence.genotype_matrix().T  # (samples, sites), allele indices
     biallelic = haplotypes.max(axis=0) == 1
     ancestral_states = _ancestral_states(tree_sequence)
-    derived_states = _derived_states(tree_sequence, biallelic)
+    derived_states = _derived_states(tree_sequence)
     haplotypes = haplotypes[:, biallelic].astype(np.int8)
     positions = positions[biallelic]
     ancestral_states = ancestral_states[biallelic]
@@ -377,7 +377,7 @@ def _ancestral_states(tree_sequence) -> np.ndarray:
     return np.asarray(tskit.unpack_strings(tables.ancestral_state, tables.ancestral_state_offset))
 
 
-def _derived_states(tree_sequence, biallelic: np.ndarray) -> np.ndarray:
+def _derived_states(tree_sequence) -> np.ndarray:
     """The (single) derived allele of each site; "" where not biallelic."""
     import tskit
 
