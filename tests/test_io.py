@@ -200,6 +200,22 @@ class TestReadVcf:
             "haploid_as_homozygous": 4, "half_calls_missing": 2, "polyploid_missing": 0
         }
 
+    def test_read_vcf__haploid_only_and_triploid_records(self, tmp_path):
+        records = [
+            "Y\t10\ty1\tA\tG\t.\t.\t.\tGT\t0\t1\t.\t1\t0",
+            "1\t20\tt1\tA\tG\t.\t.\t.\tGT\t0/0/1\t0/1\t1/1\t0\t./.",
+        ]
+        header = HEADER.replace("##contig=<ID=X", "##contig=<ID=Y,length=1000>\n##contig=<ID=X")
+        path = write_text_file(tmp_path / "ploidy.vcf", header + "\n".join(records) + "\n")
+        genotypes = read_vcf(path, block_size=1)  # one record per block
+        again = read_vcf(path)  # both records in one block of mixed width
+        np.testing.assert_array_equal(genotypes.dosage, again.dosage)
+        assert genotypes.dosage[:, 0].tolist() == [2, 0, -1, 0, 2]
+        assert genotypes.dosage[:, 1].tolist() == [-1, 1, 0, 2, -1]
+        assert again.filter_log[1]["details"] == {
+            "haploid_as_homozygous": 5, "half_calls_missing": 0, "polyploid_missing": 1
+        }
+
     def test_read_vcf__site_without_alt_is_kept_as_monomorphic(self, small_vcf_fixture):
         genotypes = read_vcf(small_vcf_fixture)
         assert genotypes.variants.loc[3, "other"] == "0"
