@@ -419,39 +419,57 @@ def _decode_buffer(buffer: list, counts: np.ndarray) -> np.ndarray:
 class BgzfWriter:
     """Minimal BGZF (blocked gzip) writer, readable by htslib, tabix and gzip.
 
+    Blocks are compressed independently, so several are compressed at once
+    in threads (zlib releases the GIL); the output bytes do not depend on the
+    number of threads.
+
     Parameters
     ----------
     handle : binary file object
         Destination, opened for writing.
     level : int
         zlib compression level.
+    threads : int, optional
+        Compression threads; default ``min(4, os.cpu_count())``.
     """
 
     _BLOCK = 0xFF00
 
-    def __init__(self, handle, *, level: int = 6):
+    def __init__(self, handle, *, level: int = 6, threads: int | None = None):
         self._handle = handle
         self._level = level
+        self._threads = threads or min(4, os.cpu_count() or 1)
         self._pending = bytearray()
 
     def write(self, data: bytes) -> None:
         self._pending += data
-        while len(self._pending) >= self._BLOCK:
-            self._emit(bytes(self._pending[: self._BLOCK]))
-            del self._pending[: self._BLOCK]
+        n_full = len(self._pending) // self._BLOCK
+        if n_full == 0:
+            return
+        view = bytes(self._pending[: n_full * self._BLOCK])
+        del self._pending[: n_full * self._BLOCK]
+        blocks = [view[i : i + self._BLOCK] for i in range(0, len(view), self._BLOCK)]
+        if self._threads > 1 and len(blocks) > 1:
+            from concurrent.futures import ThreadPoolExecutor
 
-    def _emit(self, data: bytes) -> None:
+            with ThreadPoolExecutor(self._threads) as pool:
+                compressed = list(pool.map(self._compress, blocks))
+        else:
+            compressed = [self._compress(block) for block in blocks]
+        self._handle.write(b"".join(compressed))
+
+    def _compress(self, data: bytes) -> bytes:
         compressor = zlib.compressobj(self._level, zlib.DEFLATED, -15)
         payload = compressor.compress(data) + compressor.flush()
         header = struct.pack(
             "<BBBBIBBHBBHH", 31, 139, 8, 4, 0, 0, 255, 6, 66, 67, 2, len(payload) + 25
         )
         footer = struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data))
-        self._handle.write(header + payload + footer)
+        return header + payload + footer
 
     def close(self) -> None:
         if self._pending:
-            self._emit(bytes(self._pending))
+            self._handle.write(self._compress(bytes(self._pending)))
             self._pending.clear()
         self._handle.write(_BGZF_EOF)
 
