@@ -227,7 +227,10 @@ def write_plink(prefix, genotypes: Genotypes) -> list[Path]:
     The counted allele goes to ``.bim`` column 6 (A2) and the other allele to
     column 5 (A1), so :func:`read_plink` returns the same dosages. ``.fam``
     gets FID = IID = sample ID (unless ``genotypes.families`` is set),
-    parents 0, sex 0 and phenotype -9, as ``plink1.9 --vcf`` writes.
+    parents 0, sex 0 and phenotype -9, as ``plink1.9 --vcf`` writes. (For
+    sample IDs containing ``_``, ``plink1.9 --vcf`` splits them into FID and
+    IID unless given ``--double-id``; this writer always keeps the whole ID,
+    like ``--double-id``.)
 
     Returns
     -------
