@@ -197,28 +197,28 @@ class SubsetSearchResult:
     finalists: list
 
 
-def _swap_descent(vectors, K, starts):
-    """Best-improvement swap local search minimising infeasibility.
+def _swap_descent(score, c, k, starts):
+    """Best-improvement swap local search of size-k subsets of range(c).
 
-    Returns every subset evaluated with its infeasibility.
+    ``score(subsets)`` returns infeasibilities (lower is better). Returns
+    every subset evaluated with its score.
     """
-    c = vectors.shape[0]
     seen: dict[tuple, float] = {}
     for start in starts:
         current = tuple(sorted(int(i) for i in start))
         if current not in seen:
-            seen[current] = infeasibility(vectors, np.array([current]))[0]
+            seen[current] = score(np.array([current]))[0]
         while True:
             members = set(current)
             neighbours = {
                 tuple(sorted(current[:i] + (j,) + current[i + 1 :]))
-                for i in range(K)
+                for i in range(k)
                 for j in range(c)
                 if j not in members
             }
             fresh = [n for n in neighbours if n not in seen]
             if fresh:
-                seen.update(zip(fresh, infeasibility(vectors, np.array(fresh))))
+                seen.update(zip(fresh, score(np.array(fresh))))
             best = min(neighbours, key=seen.__getitem__)
             if seen[best] >= seen[current]:
                 break
@@ -232,6 +232,7 @@ def search_subsets(
     sample,
     rescore_sample,
     *,
+    required=(),
     feasibility_tolerance=None,
     max_exhaustive=200_000,
     max_likelihood=2_000,
@@ -241,14 +242,14 @@ def search_subsets(
 ) -> SubsetSearchResult:
     """Choose the K candidates that best explain the genotypes.
 
-    Subsets are ranked first by :func:`infeasibility` (how far their raw Q is
-    from the simplex; free to compute), then, among those within
-    ``feasibility_tolerance`` of the most feasible, by the binomial
-    log-likelihood on a SNP sample; the best ``n_finalists`` are rescored on
-    a larger sample. Measured on simulations, the likelihood alone cannot
-    separate the true subset from mixtures of it when no individual is close
-    to unadmixed (the likelihood is nearly flat along mixing directions),
-    while the simplex constraint can.
+    Subsets (always containing the ``required`` candidates) are ranked first
+    by :func:`infeasibility` (how far their raw Q is from the simplex; free to
+    compute), then, among those within ``feasibility_tolerance`` of the most
+    feasible, by the binomial log-likelihood on a SNP sample; the best
+    ``n_finalists`` are rescored on a larger sample. Measured on simulations,
+    the likelihood alone cannot separate the true subset from mixtures of it
+    when no individual is close to unadmixed (the likelihood is nearly flat
+    along mixing directions), while the simplex constraint can.
 
     Parameters
     ----------
@@ -257,12 +258,14 @@ def search_subsets(
     K : int
     sample, rescore_sample : tuple (g, observed, x)
         SNP samples (see :func:`likelihood_scores`).
+    required : sequence of int
+        Candidates every subset must contain (at most K).
     feasibility_tolerance : float, optional
         Default ``0.002 m``: subsets this close to the most feasible one are
         compared by likelihood.
     max_exhaustive : int
         Largest number of subsets enumerated; beyond it a swap local search
-        (from the K best single candidates and ``n_restarts`` random starts)
+        (from the first candidates and ``n_restarts`` random starts)
         explores the subsets.
     max_likelihood : int
         Most subsets scored by likelihood.
@@ -275,19 +278,31 @@ def search_subsets(
     SubsetSearchResult
     """
     c, m = candidates.shape
-    if c < K:
-        raise ValueError(f"need at least K={K} candidates, got {c}")
+    required = np.asarray(required, dtype=np.int64)
+    if c < K or len(required) > K:
+        raise ValueError(f"need at least K={K} candidates and at most K required, got {c}")
+    free = np.setdiff1d(np.arange(c), required)
+    k = K - len(required)
     tolerance = 0.002 * m if feasibility_tolerance is None else feasibility_tolerance
-    if math.comb(c, K) <= max_exhaustive:
+
+    def complete(chosen):  # positions in `free` -> full candidate subsets
+        chosen = np.asarray(chosen, dtype=np.int64).reshape(-1, k)
+        return np.hstack([np.broadcast_to(required, (len(chosen), len(required))), free[chosen]])
+
+    if math.comb(len(free), k) <= max_exhaustive:
         strategy = "exhaustive"
-        subsets = np.array(list(itertools.combinations(range(c), K)), dtype=np.int64)
+        subsets = complete(list(itertools.combinations(range(len(free)), k)))
         values = infeasibility(candidates, subsets)
     else:
         strategy = "swap-search"
         rng = np.random.default_rng(seed)
-        starts = [range(K)] + [rng.choice(c, size=K, replace=False) for _ in range(n_restarts)]
-        seen = _swap_descent(candidates, K, starts)
-        subsets = np.array(list(seen), dtype=np.int64)
+        starts = [range(k)] + [
+            rng.choice(len(free), size=k, replace=False) for _ in range(n_restarts)
+        ]
+        seen = _swap_descent(
+            lambda chosen: infeasibility(candidates, complete(chosen)), len(free), k, starts
+        )
+        subsets = complete(list(seen))
         values = np.array(list(seen.values()))
     order = np.argsort(values, kind="stable")
     near = order[values[order] <= values[order[0]] + tolerance][:max_likelihood]

@@ -244,7 +244,7 @@ def spectral_pass(
     n_starts : int, optional
         Random starts of the eigenpair solver.
     max_candidates : int
-        Candidates kept for the search, best range scores first.
+        Candidates kept for the search, most negative curvature first.
     max_exhaustive : int
         Exhaustive-search budget (number of subsets).
     seed : int, optional
@@ -269,20 +269,26 @@ def spectral_pass(
     timings["eigenpairs"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    candidates = make_candidates(eigen.vectors, eigen.values, white.K_white, sample[2])
-    order = np.argsort(candidates.range_score, kind="stable")[:max_candidates]
+    candidates = make_candidates(tensor, eigen.vectors, eigen.values, white.K_white, sample[2])
+    # most curved (local maxima) first: the components when the tensor is
+    # (nearly) orthogonally decomposable, see candidates.curvatures
+    order = np.argsort(candidates.curvature, kind="stable")[:max_candidates]
     candidates = candidates.take(order)
+    maxima = np.flatnonzero(candidates.curvature < 0)
     search = None
     Q = None
-    if len(candidates) >= K:
+    if len(maxima) >= K:
         search = search_subsets(
-            candidates.vectors,
-            K,
-            sample,
-            rescore_sample,
-            max_exhaustive=max_exhaustive,
-            seed=seed,
+            candidates.vectors[maxima], K, sample, rescore_sample,
+            max_exhaustive=max_exhaustive, seed=seed,
         )
+        search.subset = maxima[search.subset]
+    elif len(candidates) >= K:
+        search = search_subsets(
+            candidates.vectors, K, sample, rescore_sample, required=maxima,
+            max_exhaustive=max_exhaustive, seed=seed,
+        )
+    if search is not None:
         Q = q_from_candidates(candidates.vectors[search.subset])
     timings["search"] = time.perf_counter() - clock
     details = {
@@ -290,6 +296,10 @@ def spectral_pass(
         "masked_ls_cg_iterations": cg["iterations"],
         "masked_ls_relative_residual": cg["relative_residual"],
         "whitening_eigenvalues": white.eigenvalues.tolist(),
+        "local_maxima": int(len(maxima)),
+        "chosen_curvature": (
+            None if search is None else candidates.curvature[search.subset].tolist()
+        ),
     }
     logger.info(
         "spectral pass: %d moment SNPs, %d eigenpairs, %d candidates%s",
