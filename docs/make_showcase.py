@@ -36,13 +36,17 @@ ORDER = ["YRI", "LWK", "ASW", "CEU", "GBR", "FIN", "TSI", "IBS",
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--K", default="2-8", help="K range for admixspec run (default 2-8)")
+    parser.add_argument("--K", default="2-8", help="K range for admixspec run")
     parser.add_argument("--cv", type=int, default=0, help="CV folds (default 0: no CV)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / "results" / "showcase")
-    parser.add_argument("--skip-run", action="store_true", help="only redraw from existing Q files")
-    parser.add_argument("extra", nargs="*", help="extra flags for admixspec run (after --)")
+    parser.add_argument(
+        "--workdir", type=Path, default=ROOT / "benchmarks" / "results" / "showcase"
+    )
+    parser.add_argument(
+        "--skip-run", action="store_true", help="only redraw from existing Q files"
+    )
+    parser.add_argument("extra", nargs="*", help="admixspec run flags (after --)")
     args = parser.parse_args(argv)
     if not BED.exists():
         print(f"real data not available: {DATA}", file=sys.stderr)
@@ -77,7 +81,9 @@ def main(argv=None) -> int:
     )
     print("alignment permutations:", [p.tolist() for p in fig.admixspec_permutations])
     table = summarize_runs(prefix)
-    table.to_csv(FIGURES / "1kg_showcase.tsv", sep="\t", index=False, float_format="%.6g")
+    table.to_csv(
+        FIGURES / "1kg_showcase.tsv", sep="\t", index=False, float_format="%.6g"
+    )
     print(table.to_string(index=False))
     if table["cv_error"].notna().any():
         admixspec.plot_cv(prefix, out=FIGURES / "1kg_showcase_cv.png")

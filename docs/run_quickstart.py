@@ -29,7 +29,9 @@ def commands() -> str:
         re.S,
     )
     if len(blocks) != 1:
-        raise SystemExit(f"{QUICKSTART}: expected one marked bash block, found {len(blocks)}")
+        raise SystemExit(
+            f"{QUICKSTART}: expected one marked bash block, found {len(blocks)}"
+        )
     return blocks[0]
 
 
@@ -37,7 +39,8 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     where = Path(argv[0]) if argv else QUICKSTART.parent.parent
     script = commands()
-    return subprocess.run(["bash", "-euxo", "pipefail", "-c", script], cwd=where).returncode
+    command = ["bash", "-euxo", "pipefail", "-c", script]
+    return subprocess.run(command, cwd=where).returncode
 
 
 if __name__ == "__main__":

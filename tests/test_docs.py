@@ -55,7 +55,7 @@ class TestCliReference:
                 ):
                     continue
                 for flag in action.option_strings:
-                    assert f"`{flag}`" in section, f"{name} {flag} missing from docs/cli.md"
+                    assert f"`{flag}`" in section, f"{name} {flag} not in docs/cli.md"
 
 
 class TestDocsPages:

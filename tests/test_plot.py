@@ -196,12 +196,11 @@ class TestReaders:
         assert read_population_labels(tmp_path / "a.pop").tolist() == ["YRI", "-", "CEU"]
         (tmp_path / "a.fam").write_text("F1 s1 0 0 0 -9\nF2 s2 0 0 0 -9\n")
         assert read_population_labels(tmp_path / "a.fam").tolist() == ["F1", "F2"]
-        assert read_population_labels(tmp_path / "a.fam", sample_ids=["s2", "s1"]).tolist() == [
-            "F2",
-            "F1",
-        ]
+        by_id = read_population_labels(tmp_path / "a.fam", sample_ids=["s2", "s1"])
+        assert by_id.tolist() == ["F2", "F1"]
         (tmp_path / "a.csv").write_text("id,pop,extra\ns1,A,x\ns2,B,y\n")
-        assert read_population_labels(tmp_path / "a.csv", sample_ids=["s2"]).tolist() == ["B"]
+        table = read_population_labels(tmp_path / "a.csv", sample_ids=["s2"])
+        assert table.tolist() == ["B"]
 
     def test_read_population_labels__unlabelled_sample_is_input_error(self, tmp_path):
         (tmp_path / "l.tsv").write_text("sample_id\tpopulation\ns1\tA\n")
@@ -217,9 +216,11 @@ class TestReaders:
         for K, cv in [(3, 0.5), (2, 0.6), (10, 0.7)]:
             np.savetxt(tmp_path / f"r.{K}.Q", np.full((2, K), 1 / K))
             (tmp_path / f"r.{K}.log").write_text(
-                f"1 (EM)\tLoglikelihood: -99\nLoglikelihood: -{K}.5\nCV error (K={K}): {cv}\n"
+                f"1 (EM)\tLoglikelihood: -99\nLoglikelihood: -{K}.5\n"
+                f"CV error (K={K}): {cv}\n"
             )
-            (tmp_path / f"r.{K}.json").write_text(f'{{"timings": {{"a": {K}, "b": 1.5}}}}')
+            timings = f'{{"timings": {{"a": {K}, "b": 1.5}}}}'
+            (tmp_path / f"r.{K}.json").write_text(timings)
         assert [K for K, _ in find_runs(tmp_path / "r")] == [2, 3, 10]
         table = summarize_runs(tmp_path / "r")
         assert table["K"].tolist() == [2, 3, 10]
@@ -294,7 +295,8 @@ class TestPlotCommand:
     def test_plot_command__missing_input_exits_1(self, tmp_path, capsys):
         from admixspec.cli import main
 
-        assert main(["plot", str(tmp_path / "none"), "--out", str(tmp_path / "x.png")]) == 1
+        out = str(tmp_path / "x.png")
+        assert main(["plot", str(tmp_path / "none"), "--out", out]) == 1
         err = capsys.readouterr().err
         assert err.startswith("admixspec: error: ") and "none" in err
 
@@ -305,7 +307,8 @@ class TestPlotCommand:
         assert main(["summary", str(prefix)]) == 0
         printed = capsys.readouterr().out
         assert "cv_error" in printed and "-7.25" in printed
-        assert main(["summary", str(prefix), "-K", "2", "4", "--out", str(tmp_path / "s.tsv")]) == 0
+        out = str(tmp_path / "s.tsv")
+        assert main(["summary", str(prefix), "-K", "2", "4", "--out", out]) == 0
         lines = (tmp_path / "s.tsv").read_text().splitlines()
         assert lines[0].split("\t") == ["K", "loglik", "cv_error", "seconds", "best"]
         assert [line.split("\t")[0] for line in lines[1:]] == ["2", "4"]
