@@ -62,7 +62,7 @@ def draw_params(rng, d=6, m=30):
     return W, a, R
 
 
-def run_methods(X, H, W, sigma, d, rng, als_max_iter, near=True):
+def run_methods(X, H, W, sigma, d, rng, als_max_iter, near=False):
     """Errors and seconds of every method on one data set."""
     out = {}
     t = time.perf_counter()
@@ -76,7 +76,7 @@ def run_methods(X, H, W, sigma, d, rng, als_max_iter, near=True):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = fit_binary_latent(X, d, sigma, seed=rng)
+            fit = fit_binary_latent(X, d, sigma, near_pairs=False, seed=rng)
         Ws = fit.W
         out["Spectral"] = (w_error(W, Ws), time.perf_counter() - t)
         t = time.perf_counter()
@@ -110,7 +110,7 @@ def figure2(args):
         for n in ns:
             W, a, R = fixed if args.params == "fixed" else draw_params(rng, d, m)
             data = simulate_binary_latent(n, sigma=0.4, W=W, a=a, R=R, seed=rng)
-            res = run_methods(data.X, data.H, W, 0.4, d, rng, args.als_max_iter)
+            res = run_methods(data.X, data.H, W, 0.4, d, rng, args.als_max_iter, args.near)
             for meth, (err, sec) in res.items():
                 rows.append(dict(panel="n", rep=rep, n=n, sigma=0.4, method=meth,
                                  error=err, seconds=sec))
@@ -119,7 +119,7 @@ def figure2(args):
         data = simulate_binary_latent(args.n_sigma, sigma=0.0, W=W, a=a, R=R, seed=rng)
         for s in sigmas:
             X = data.X + s * data.noise
-            res = run_methods(X, data.H, W, s, d, rng, args.als_max_iter)
+            res = run_methods(X, data.H, W, s, d, rng, args.als_max_iter, args.near)
             for meth, (err, sec) in res.items():
                 rows.append(dict(panel="sigma", rep=rep, n=args.n_sigma, sigma=s,
                                  method=meth, error=err, seconds=sec))
@@ -139,13 +139,18 @@ def write_csv(rows, path):
     tmp.replace(path)
 
 
+def methods_in(rows):
+    return [m for m in METHODS if any(r["method"] == m for r in rows)]
+
+
 def table(rows, panel, key):
     sel = [r for r in rows if r["panel"] == panel]
     xs = sorted({r[key] for r in sel})
-    mean = {meth: [] for meth in METHODS}
-    med = {meth: [] for meth in METHODS}
-    nfail = {meth: [] for meth in METHODS}
-    for meth in METHODS:
+    present = methods_in(sel)
+    mean = {meth: [] for meth in present}
+    med = {meth: [] for meth in present}
+    nfail = {meth: [] for meth in present}
+    for meth in present:
         for x in xs:
             e = np.array([r["error"] for r in sel if r["method"] == meth and r[key] == x])
             ok = e[np.isfinite(e)]
@@ -166,18 +171,19 @@ def summarise(rows, args):
     reps = max(r["rep"] for r in rows) + 1
     print(f"\nFigure 2 reproduction, {reps} realisations per point, params={args.params}")
     print("\nerror vs n (sigma = 0.4): mean [median]")
+    meths = list(mean_n)
     for i, n in enumerate(ns):
         print(f"  n={int(n):>8d} " + "  ".join(
-            f"{m}={mean_n[m][i]:.3g}[{med_n[m][i]:.3g}]" for m in METHODS)
+            f"{m}={mean_n[m][i]:.3g}[{med_n[m][i]:.3g}]" for m in meths)
             + (f"  spectral failures={fail_n['Spectral'][i]}" if fail_n['Spectral'][i] else ""))
     print("\nerror vs sigma (n = %d): mean [median]" % args.n_sigma)
     for i, s in enumerate(ss):
         print(f"  sigma={s:.1f} " + "  ".join(
-            f"{m}={mean_s[m][i]:.3g}[{med_s[m][i]:.3g}]" for m in METHODS))
-    for meth in METHODS:
+            f"{m}={mean_s[m][i]:.3g}[{med_s[m][i]:.3g}]" for m in meths))
+    for meth in meths:
         print(f"log-log slope of mean error vs n, {meth}: {slope(ns, np.array(mean_n[meth])):.3f}"
               f" (median: {slope(ns, np.array(med_n[meth])):.3f})")
-    sm = {m: np.array(mean_s[m]) for m in METHODS}
+    sm = {m: np.array(mean_s[m]) for m in meths}
     low = ss <= 0.4 + 1e-9
     high = ss >= 0.6 - 1e-9
     print("Spectral+WLS < Spectral at every sigma <= 0.4:",
@@ -198,7 +204,7 @@ def plot(ns, mean_n, ss, mean_s, args):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, x, ys, xl in ((axes[0], ns, mean_n, "sample size n  (sigma = 0.4)"),
                           (axes[1], ss, mean_s, f"noise level sigma  (n = {args.n_sigma:g})")):
-        for meth in METHODS:
+        for meth in ys:
             kw = {"color": "0.5"} if meth == "ALS" else {}
             if meth == "Spectral+near":
                 kw.update(ms=4, lw=1.0, mfc="none")
@@ -216,7 +222,8 @@ def plot(ns, mean_n, ss, mean_s, args):
 
 
 def candidates_study(args):
-    """True-candidate presence/selection and error/oracle, split 'none' vs 'half'."""
+    """True-candidate presence/selection and error/oracle: split 'none' vs 'half', and
+    'none' with near-eigenpair candidates. Each realisation draws new (W, a, R)."""
     d, m, n, sigma = 6, 30, args.n_sigma, 0.4
     rows = []
     for setting in ("paper", "correlated"):
@@ -232,10 +239,11 @@ def candidates_study(args):
                                           seed=rng)
             oracle = w_error(data.W, fit_oracle(data.X, data.H))
             V_true = np.linalg.pinv(data.W)
-            for split in ("none", "half"):
+            for split in ("none", "half", "none+near"):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fit = fit_binary_latent(data.X, d, sigma, split=split, seed=rep)
+                    fit = fit_binary_latent(data.X, d, sigma, split=split[:4], seed=rep,
+                                            near_pairs=split.endswith("near"))
                 D = np.linalg.norm(fit.candidates[:, None, :] - V_true.T[None], axis=2)
                 present = int(np.sum(D.min(axis=0) < 0.05))
                 chosen = bool(sorted(D.argmin(axis=0).tolist()) == sorted(fit.selected.tolist()))
@@ -249,7 +257,7 @@ def candidates_study(args):
     path = args.out.parent / "paper_candidates.csv"
     write_csv(rows, path)
     for setting in ("paper", "correlated"):
-        for split in ("none", "half"):
+        for split in ("none", "half", "none+near"):
             r = [x for x in rows if x["setting"] == setting and x["split"] == split]
             ok = sum(x["all_selected"] and x["ratio"] < 30 for x in r)
             med = np.median([x["ratio"] for x in r])
@@ -269,6 +277,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--als-max-iter", type=int, default=100)
     p.add_argument("--threads", type=int, default=1, help="BLAS threads (shared machine)")
+    p.add_argument("--near", action="store_true",
+                   help="also run Spectral+near (near-eigenpair candidates; not in the paper)")
+    p.add_argument("--from-csv", type=Path, default=None,
+                   help="only summarise and plot an existing CSV (e.g. of an interrupted run)")
     p.add_argument("--out", type=Path, default=FIGDIR / "paper_fig2")
     args = p.parse_args(argv)
     args.ns = [1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
@@ -285,6 +297,18 @@ def main(argv=None):
             args.out = Path("/tmp") / "paper_fig2_quick"
     from threadpoolctl import threadpool_limits
 
+    if args.from_csv is not None:
+        with open(args.from_csv) as fh:
+            rows = [
+                {**r, "rep": int(r["rep"]), "n": int(r["n"]), "sigma": float(r["sigma"]),
+                 "error": float(r["error"]), "seconds": float(r["seconds"])}
+                for r in csv.DictReader(fh)
+            ]
+        args.reps = max(r["rep"] for r in rows) + 1
+        args.n_sigma = next(r["n"] for r in rows if r["panel"] == "sigma")
+        args.out = args.from_csv.with_suffix("")
+        summarise(rows, args)
+        return
     with threadpool_limits(args.threads):
         if args.study == "figure2":
             figure2(args)
