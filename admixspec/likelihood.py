@@ -360,6 +360,7 @@ class Engine:
         self.starts, self.lengths = snp_blocks(self.n)
         self.n_blocks = len(self.starts)
         self.passes = 0
+        self.restarts = 0
         n_obs = (G >= 0).sum(axis=1).astype(np.float64)
         self.n_obs = n_obs
 

@@ -15,15 +15,18 @@ Algorithm (all passes are the fused, SNP-blocked, multi-threaded kernels of
    ``batch_tol`` relative, ``B`` is halved; at ``B = 1`` the phase ends. This
    stochastic warm-up moves Q many times per data pass, which is what makes
    fastmixture fast; here it only supplies a start.
-3. **Anderson-accelerated EM** on all SNPs (type-II Anderson mixing of the
-   last ``memory`` EM images, i.e. a multi-secant quasi-Newton method for the
-   EM fixed point, as ADMIXTURE's QN with several secant conditions), with a
-   monotonicity guard: an iterate whose log-likelihood is below its
-   predecessor's is discarded, the search restarts from the plain EM image.
-   One data pass per iteration; the log-likelihood comes free with the pass.
+3. **SQUAREM** (Varadhan & Roland 2008, scheme S3) on all SNPs: two EM
+   maps, the squared extrapolation, one stabilising EM map from the
+   extrapolated point; the jump is kept only if it is not below the second
+   plain EM iterate, otherwise the step length is halved towards plain EM
+   (backtracking), and the step bound adapts. ``accel="anderson"`` selects
+   Anderson mixing of the last EM images instead (one pass per iteration,
+   restarted when the likelihood drops); measured on simulated data it needed
+   fewer passes from a good start but 2.4x more from a random one, so SQUAREM
+   is the default.
 4. **Stopping** as ADMIXTURE: stop when the log-likelihood gained between
    successive iterations is below ``tol`` (default 1e-4, the ``-C`` of
-   ADMIXTURE), twice in a row (Anderson steps gain unevenly); the returned (Q, P) is the iterate whose log-likelihood is
+   ADMIXTURE); the returned (Q, P) is the iterate whose log-likelihood is
    reported, so ``loglik == loglikelihood(G, Q, P)``.
 """
 
@@ -216,8 +219,9 @@ def accelerated_em(
     callback: Callable | None = None,
     memory: int = 10,
     patience: int = 2,
+    accel: str = "squarem",
 ):
-    """Run the mini-batch warm-up, then guarded Anderson-accelerated EM.
+    """Run the mini-batch warm-up, then guarded SQUAREM (or Anderson) EM.
 
     Returns ``(Q, P, loglik, n_iter, converged, history)``.
     """
@@ -285,6 +289,9 @@ def accelerated_em(
         report("EM-batch", t0, ll, ll_prev, nb)
         ll_prev = ll
         Q, P = Q_next, P_next
+    if accel == "squarem":
+        return _squarem_phase(em, clean, Q, P, ll_prev, best, tol, max_iter, update_p,
+                              history, report)
     # ---- Anderson-accelerated EM on all SNPs -------------------------------
     if np.isfinite(ll_prev):
         # the last epoch's full EM step is part of the batch phase: make sure
@@ -312,6 +319,7 @@ def accelerated_em(
     while True:
         if np.isfinite(ll_prev) and ll_cur < ll_prev and safe is not None:
             # the mixed step lowered the likelihood: restart from the EM image
+            engine.restarts += 1
             dF.clear()
             dG.clear()
             x_prev = F_prev = g_prev = None
@@ -319,6 +327,8 @@ def accelerated_em(
             safe = None
             Qf, Pf, ll_cur = em(Q, P)
             continue
+        if len(history) >= max_iter:
+            break
         delta = ll_cur - ll_prev
         report("EM", t0, ll_cur, ll_prev, 1)
         small = small + 1 if (np.isfinite(ll_prev) and delta < tol) else 0
@@ -330,8 +340,6 @@ def accelerated_em(
             best = (Q, P, ll_cur)
         ll = ll_cur
         ll_prev = ll_cur
-        if len(history) >= max_iter:
-            break
         t0 = time.perf_counter()
         x = pack(Q, P)
         Fx = pack(Qf, Pf)
@@ -359,6 +367,47 @@ def accelerated_em(
         Qf, Pf, ll_cur = em(Q, P)
     if not converged and best is not None and best[2] > ll:
         Q, P, ll = best
+    return Q, P, float(ll), len(history), converged, history
+
+
+def _squarem_phase(em, clean, Q, P, ll_prev, best, tol, max_iter, update_p, history,
+                   report):
+    """Guarded SQUAREM (S3) with backtracking; 2-3 passes per iteration."""
+    ll_prev = -np.inf
+    step_max = 4.0
+    converged = False
+    ll = -np.inf
+    small = 0
+    while len(history) < max_iter:
+        t0 = time.perf_counter()
+        Q1, P1, ll0 = em(Q, P)
+        delta = ll0 - ll_prev
+        report("EM", t0, ll0, ll_prev, 1)
+        ll = ll0
+        small = small + 1 if (np.isfinite(ll_prev) and delta < tol) else 0
+        if small >= 1:
+            converged = True
+            break
+        ll_prev = ll0
+        Q2, P2, ll1 = em(Q1, P1)
+        xs = ([Q, P], [Q1, P1], [Q2, P2]) if update_p else ([Q], [Q1], [Q2])
+        alpha = _extrapolate(*xs, step_max=step_max)
+        accepted = False
+        while alpha < -1.0:
+            Qj = _jump(Q, Q1, Q2, alpha)
+            Pj = _jump(P, P1, P2, alpha) if update_p else P
+            Qj, Pj = clean(Qj, Pj)
+            Q3, P3, llj = em(Qj, Pj)
+            if llj >= ll1:
+                Q, P = Q3, P3
+                accepted = True
+                if alpha <= -step_max + 1e-9:
+                    step_max *= 4.0
+                break
+            alpha = (alpha - 1.0) / 2.0
+            step_max = max(4.0, step_max / 2.0)
+        if not accepted:
+            Q, P = Q2, P2
     return Q, P, float(ll), len(history), converged, history
 
 
@@ -409,6 +458,7 @@ def fit_ml(
     callback: Callable[[IterationInfo], None] | None = None,
     threads: int | None = None,
     batches: int | None = None,
+    accel: str = "squarem",
 ) -> MLResult:
     """Maximum-likelihood (Q, P) of ADMIXTURE's model by accelerated EM.
 
@@ -443,6 +493,8 @@ def fit_ml(
     batches : int, optional
         Initial number of mini-batches (default: :func:`default_batches`);
         1 disables the mini-batch phase.
+    accel : {"squarem", "anderson"}
+        Acceleration of the full-data EM phase (see the module notes).
 
     Returns
     -------
@@ -463,6 +515,8 @@ def fit_ml(
         raise UsageError(f"K must be >= 1, got {K}")
     if tol <= 0:
         raise UsageError(f"tol must be positive, got {tol}")
+    if accel not in ("squarem", "anderson"):
+        raise UsageError(f"accel must be 'squarem' or 'anderson', got {accel!r}")
     m, n = G.shape
     with thread_limit(threads):
         engine = Engine(G, K)
@@ -485,7 +539,7 @@ def fit_ml(
         rng = np.random.default_rng(seed)
         Q, P, ll, n_iter, converged, history = accelerated_em(
             engine, Q, P, tol=tol, max_iter=max_iter, batches=nb, rng=rng,
-            callback=callback,
+            callback=callback, accel=accel,
         )
     total = time.perf_counter() - t_start
     if not converged:

@@ -1,0 +1,92 @@
+import warnings
+
+import numpy as np
+import pytest
+
+from admixspec import ConvergenceWarning, UsageError, q_error, simulate_balding_nichols
+from admixspec.likelihood import loglikelihood
+from admixspec.refine import IterationInfo, fit_ml, format_iteration, format_summary
+
+
+@pytest.fixture(scope="module")
+def sim_fixture():
+    return simulate_balding_nichols(80, 3000, 3, fst=0.15, alpha=0.5, seed=21)
+
+
+class TestFitML:
+    def test_fit_ml__recovers_true_q(self, sim_fixture):
+        res = fit_ml(sim_fixture.genotypes.dosage, 3, seed=0)
+        assert res.converged
+        assert q_error(sim_fixture.Q, res.Q) < 0.03
+        assert res.Q.shape == (80, 3) and res.P.shape == (3000, 3)
+        np.testing.assert_allclose(res.Q.sum(axis=1), 1.0)
+
+    def test_fit_ml__reported_loglik_is_that_of_returned_parameters(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        res = fit_ml(G, 3, seed=0)
+        assert res.loglik == pytest.approx(loglikelihood(G, res.Q, res.P), rel=1e-12)
+
+    def test_fit_ml__random_and_svd_starts_reach_same_loglik(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        svd = fit_ml(G, 3, seed=0)
+        rnd = [fit_ml(G, 3, init="random", seed=s).loglik for s in range(3)]
+        assert abs(svd.loglik - max(rnd)) < 1e-6 * abs(max(rnd))
+        assert svd.loglik >= max(rnd) - 1e-6 * abs(max(rnd))
+
+    def test_fit_ml__loglik_above_truth(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        res = fit_ml(G, 3, seed=0)
+        assert res.loglik > loglikelihood(G, sim_fixture.Q, sim_fixture.P)
+
+    def test_fit_ml__same_seed_same_result(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        a = fit_ml(G, 3, seed=5, init="random", threads=1)
+        b = fit_ml(G, 3, seed=5, init="random", threads=1)
+        np.testing.assert_array_equal(a.Q, b.Q)
+
+    def test_fit_ml__warm_start_from_truth_converges_fast(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        res = fit_ml(G, 3, Q0=sim_fixture.Q, P0=sim_fixture.P)
+        assert res.converged and res.init == "given"
+        assert q_error(sim_fixture.Q, res.Q) < 0.03
+
+    def test_fit_ml__k1_is_allele_frequency(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        res = fit_ml(G, 1)
+        freq = np.where(G >= 0, G, 0).sum(axis=0) / (2.0 * (G >= 0).sum(axis=0))
+        np.testing.assert_allclose(res.P[:, 0], np.clip(freq, 1e-5, 1 - 1e-5))
+        np.testing.assert_allclose(res.Q, 1.0)
+
+    def test_fit_ml__max_iter_warns(self, sim_fixture):
+        with pytest.warns(ConvergenceWarning):
+            res = fit_ml(sim_fixture.genotypes.dosage, 3, init="random", seed=0,
+                         max_iter=2)
+        assert not res.converged and res.n_iter == 2
+
+    def test_fit_ml__callback_gets_every_iteration(self, sim_fixture):
+        seen = []
+        res = fit_ml(sim_fixture.genotypes.dosage, 3, seed=0, callback=seen.append)
+        assert len(seen) == res.n_iter == len(res.history)
+        assert all(isinstance(i, IterationInfo) for i in seen)
+        assert seen[-1].loglik == pytest.approx(res.loglik)
+
+    def test_fit_ml__bad_parameters_raise(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        with pytest.raises(UsageError):
+            fit_ml(G, 0)
+        with pytest.raises(UsageError):
+            fit_ml(G, 2, init="nonsense")
+        with pytest.raises(UsageError):
+            fit_ml(G, 2, Q0=np.ones((3, 2)) / 2, P0=np.full((3000, 2), 0.5))
+
+
+class TestFormatting:
+    def test_format_iteration__admixture_layout(self):
+        line = format_iteration(IterationInfo(12, "EM", 1.5, -3799887.17, 0.0018, 1))
+        assert line == "12 (EM) \tElapsed: 1.500\tLoglikelihood: -3.79989e+06\t(delta): 0.0018"
+
+    def test_format_summary__ends_with_loglikelihood_line(self, sim_fixture):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = fit_ml(sim_fixture.genotypes.dosage, 2, seed=0, max_iter=3)
+        assert format_summary(res).splitlines()[-1] == f"Loglikelihood: {res.loglik:.6f}"
