@@ -41,6 +41,8 @@ __all__ = [
     "rare_allele_snps",
     "snp_sample",
     "spectral_pass",
+    "spectral_scan",
+    "window_score",
 ]
 
 logger = logging.getLogger("admixspec")
@@ -223,6 +225,7 @@ def spectral_pass(
     sample,
     rescore_sample,
     fill=None,
+    second=None,
     n_starts=None,
     max_candidates=40,
     max_exhaustive=20_000,
@@ -241,6 +244,8 @@ def spectral_pass(
         Scoring samples from :func:`snp_sample`.
     fill : callable, optional
         Model-based imputation of missing calls for the moments.
+    second : numpy.ndarray, shape (m, m), optional
+        The second moment of these SNPs, if already accumulated.
     n_starts : int, optional
         Random starts of the eigenpair solver.
     max_candidates : int
@@ -255,8 +260,9 @@ def spectral_pass(
     """
     timings = {}
     clock = time.perf_counter()
-    moments = second_moments(frequency_blocks(dosage, snps=snps, flip=flip, fill=fill))
-    R, completion_iterations = complete_diagonal(moments.M2, K)
+    if second is None:
+        second = second_moments(frequency_blocks(dosage, snps=snps, flip=flip, fill=fill)).M2
+    R, completion_iterations = complete_diagonal(second, K)
     white = whiten(R, K)
     terms = whitened_third_moment_terms(
         frequency_blocks(dosage, snps=snps, flip=flip, fill=fill), white.B
@@ -309,3 +315,119 @@ def spectral_pass(
         "" if search is None else f", {search.n_subsets} subsets ({search.strategy}), {search.n_feasible} near-feasible",
     )
     return SpectralPass(Q, candidates, eigen, search, len(snps), timings, details)
+
+
+#: Upper ends of the minor-allele-frequency windows tried for the moment SNPs.
+DEFAULT_WINDOWS = (0.02, 0.05, 0.1, 0.2, 0.5)
+
+
+def window_score(result: SpectralPass) -> float:
+    """Largest distance of a chosen component's curvature from -1 (lower is better).
+
+    The closer the moment SNPs are to private alleles, the closer the
+    whitened tensor is to orthogonally decomposable and the chosen local
+    maxima to curvature exactly -1; shared alleles pull them towards 0 and
+    sampling noise scatters them both ways. A generic K x K x K tensor has at
+    most ``2^K - 1`` eigenpairs (Cartwright & Sturmfels 2013); a window whose
+    tensor shows more is degenerate (noise-dominated) and scores infinity.
+    """
+    chosen = result.details.get("chosen_curvature")
+    K = result.eigen.vectors.shape[1] if len(result.eigen.values) else 0
+    if result.Q is None or not chosen or len(result.eigen.values) > 2**K - 1:
+        return np.inf
+    return float(np.max(np.abs(np.asarray(chosen) + 1.0)))
+
+
+def spectral_scan(
+    dosage,
+    K,
+    *,
+    sample,
+    rescore_sample,
+    windows=DEFAULT_WINDOWS,
+    min_count=2,
+    min_snps=200,
+    fill=None,
+    n_starts=None,
+    seed=None,
+    progress=None,
+):
+    """Run a spectral pass per rarity window and keep the most decomposable.
+
+    Windows are nested sets of SNPs whose sample minor allele count is at
+    least ``min_count`` and frequency at most the window's end, counting the
+    minor allele. Their second moments are accumulated in one pass over the
+    SNPs (per frequency bin, then summed), so the scan costs one ``m^2 n``
+    product however many windows are tried.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (m, n)
+    K : int
+    sample, rescore_sample : tuple
+        Scoring samples from :func:`snp_sample`.
+    windows : sequence of float
+        Increasing upper ends of the minor-allele frequency windows.
+    min_count : int
+    min_snps : int
+        Windows with fewer SNPs are skipped.
+    fill, n_starts, seed
+        As for :func:`spectral_pass`.
+    progress : callable, optional
+        Called with a one-line message after each window.
+
+    Returns
+    -------
+    best : SpectralPass or None
+        The pass with the lowest :func:`window_score` (None if no window
+        produced K components).
+    scan : list of dict
+        Per window: its end, SNP count, eigenpairs, local maxima, score.
+    """
+    counted, observed = allele_counts(dosage)
+    snps, flip = rare_allele_snps(counted, observed, min_count=min_count, max_frequency=max(windows))
+    minor = np.minimum(counted, observed - counted)[snps] / np.maximum(observed[snps], 1)
+    bins = np.searchsorted(np.asarray(windows), minor, side="left")
+    m = dosage.shape[0]
+    partial = np.zeros((len(windows), m, m))
+    sizes = np.bincount(bins, minlength=len(windows))
+    for positions, x in frequency_blocks(dosage, snps=snps, flip=flip, fill=fill):
+        for b in np.unique(bins[positions]):
+            xb = x[:, bins[positions] == b]
+            partial[b] += xb @ xb.T
+    cumulative_sizes = np.cumsum(sizes)
+    best = None
+    scan = []
+    total = np.zeros((m, m))
+    for b, end in enumerate(windows):
+        total += partial[b]
+        n_window = int(cumulative_sizes[b])
+        entry = {"max_frequency": float(end), "snps": n_window}
+        scan.append(entry)
+        if n_window < min_snps:
+            entry["skipped"] = "too few SNPs"
+            continue
+        inside = bins <= b
+        try:
+            result = spectral_pass(
+                dosage, K, snps[inside], flip[inside], sample=sample,
+                rescore_sample=rescore_sample, fill=fill, second=total / n_window,
+                n_starts=n_starts, seed=seed,
+            )
+        except ValueError as error:  # rank-deficient second moment
+            entry["skipped"] = str(error)
+            continue
+        entry.update(
+            eigenpairs=int(len(result.eigen.values)),
+            local_maxima=int(result.details["local_maxima"]),
+            score=window_score(result),
+        )
+        result.details["max_frequency"] = float(end)
+        if progress is not None:
+            progress(
+                f"window MAF <= {end:g}: {n_window} SNPs, {entry['eigenpairs']} eigenpairs, "
+                f"{entry['local_maxima']} local maxima, score {entry['score']:.3f}"
+            )
+        if best is None or entry["score"] < window_score(best):
+            best = result
+    return best, scan

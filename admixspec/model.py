@@ -1,0 +1,307 @@
+"""``fit_admixture``: the public estimator, spectral first, likelihood where needed.
+
+Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
+
+``single-population``
+    ``K = 1``: Q is all ones and P the sample allele frequencies, the exact
+    maximum-likelihood answer.
+``spectral``
+    The spectral estimate (:mod:`admixspec.spectral`) with P re-estimated by
+    maximum likelihood given Q on all SNPs.
+``spectral+ml``
+    The spectral estimate refined by maximising ADMIXTURE's likelihood
+    (:func:`admixspec.refine.fit_ml`) from it.
+``ml-fallback``
+    The spectral candidates were insufficient (fewer than K, or a rank-
+    deficient moment matrix): maximum likelihood from the SVD start, with the
+    reason in ``diagnostics["fallback_reason"]``.
+
+Refinement with ``refine="auto"`` is decided by a measured rule (see
+:func:`refinement_decision`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import __version__
+from .exceptions import UsageError
+from .likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
+from .refine import MLResult, _Fixed, accelerated_em, fit_ml
+from .spectral import DEFAULT_WINDOWS, allele_counts, snp_sample, spectral_scan
+
+__all__ = ["AdmixtureResult", "check_K", "fit_admixture", "refinement_decision"]
+
+logger = logging.getLogger("admixspec")
+
+#: Entries (individuals x SNPs) in the likelihood scoring sample of the search.
+_SCORING_ENTRIES = 200_000
+#: Fewest moment SNPs before the rarity window is widened.
+_MIN_MOMENT_SNPS = 200
+
+
+@dataclass
+class AdmixtureResult:
+    """Estimated ancestry of one K.
+
+    Attributes
+    ----------
+    Q : numpy.ndarray, float64, shape (n_individuals, K)
+        Ancestry proportions; rows sum to one.
+    P : numpy.ndarray, float64, shape (n_snps, K)
+        Ancestral frequencies of the counted allele, in [1e-5, 1 - 1e-5].
+    loglik : float
+        ADMIXTURE's binomial log-likelihood of (Q, P).
+    K : int
+    path : str
+        Which estimator produced Q (see the module docstring).
+    n_iter : int
+        Likelihood iterations run after the spectral stage (0 if none).
+    converged : bool
+        Whether those iterations met the tolerance (True when none ran).
+    timings : dict
+        Seconds per stage.
+    diagnostics : dict
+        Counts of eigenpairs, candidates and subsets, the refinement decision,
+        and other facts worth logging.
+    history : list
+        Per-iteration records of the likelihood stage.
+    """
+
+    Q: np.ndarray
+    P: np.ndarray
+    loglik: float
+    K: int
+    path: str
+    n_iter: int = 0
+    converged: bool = True
+    timings: dict = field(default_factory=dict)
+    diagnostics: dict = field(default_factory=dict)
+    history: list = field(default_factory=list)
+
+
+def check_K(K, n_individuals: int) -> int:
+    """Validate the number of ancestral populations.
+
+    Raises
+    ------
+    UsageError
+        If ``K < 1`` or ``K >= n_individuals``.
+    """
+    if int(K) != K or K < 1:
+        raise UsageError(f"K must be a positive integer, got {K}")
+    if K >= n_individuals:
+        raise UsageError(
+            f"K={K} needs more individuals than components; the data have {n_individuals}"
+        )
+    return int(K)
+
+
+def refinement_decision(Q, *, anchor_threshold=0.9):
+    """Whether maximum likelihood should refine a spectral estimate.
+
+    Maximum likelihood is identifiable, and then more accurate than the
+    spectral estimate, when every component has an *anchor*: an individual
+    (nearly) entirely of that ancestry. Without anchors the likelihood is
+    nearly flat along directions that mix components, and the ML optimum can
+    drift further from the truth than the spectral estimate.
+
+    Parameters
+    ----------
+    Q : numpy.ndarray, shape (n_individuals, K)
+        The spectral estimate.
+    anchor_threshold : float
+        Smallest proportion that makes an individual an anchor.
+
+    Returns
+    -------
+    refine : bool
+    reason : str
+    """
+    anchors = Q.max(axis=0)
+    if np.all(anchors >= anchor_threshold):
+        return True, (
+            f"every component has an individual with proportion >= {anchor_threshold} "
+            f"(min {anchors.min():.3f}): likelihood is identifiable"
+        )
+    return False, (
+        f"component(s) {np.flatnonzero(anchors < anchor_threshold).tolist()} have no "
+        f"individual with proportion >= {anchor_threshold} (max {anchors.min():.3f}): "
+        "likelihood is flat along mixing directions, keeping the spectral estimate"
+    )
+
+
+def _p_given_q(G, Q, *, tol, max_iter, threads):
+    """Maximum-likelihood P for fixed Q (EM on P only, accelerated)."""
+    from .mlinit import p_given_q
+
+    m = G.shape[0]
+    with thread_limit(threads):
+        engine = Engine(G, Q.shape[1])
+        P0 = np.clip(p_given_q(G, Q), P_MIN, P_MAX)
+        fixed = _Fixed(np.arange(m), Q.copy())
+        _, P, ll, n_iter, _, _ = accelerated_em(
+            engine, Q.copy(), P0, tol=tol, max_iter=max_iter, fixed=fixed
+        )
+    return P, ll, n_iter
+
+
+def _single_population(G):
+    counted, observed = allele_counts(G)
+    frequency = counted / np.maximum(observed, 1)
+    P = np.clip(frequency, P_MIN, P_MAX)[:, None]
+    Q = np.ones((G.shape[0], 1))
+    return Q, P
+
+
+def _spectral(G, K, *, windows, n_starts, seed, timings, diagnostics):
+    """Run the window scan; return Q or None (with the reason in diagnostics)."""
+    rng = np.random.default_rng(seed)
+    m, n = G.shape
+    clock = time.perf_counter()
+    size = int(np.clip(_SCORING_ENTRIES // m, 500, n))
+    sample = snp_sample(G, size, rng)
+    rescore = snp_sample(G, min(n, 10 * size), rng)
+    best, scan = spectral_scan(
+        G, K, sample=sample, rescore_sample=rescore, windows=windows,
+        min_snps=min(_MIN_MOMENT_SNPS, max(2 * K, n // 10)), n_starts=n_starts, seed=seed,
+        progress=logger.info,
+    )
+    timings["spectral"] = time.perf_counter() - clock
+    diagnostics["windows"] = scan
+    if best is None:
+        diagnostics["fallback_reason"] = "no rarity window gave a usable whitened tensor"
+        return None
+    diagnostics.update(best.details)
+    diagnostics["moment_snps"] = int(best.n_moment_snps)
+    diagnostics["eigenpairs"] = int(len(best.eigen.values))
+    diagnostics["stable_eigenpairs"] = int(np.sum(best.eigen.stable))
+    diagnostics["candidates"] = int(len(best.candidates))
+    if best.search is None:
+        diagnostics["fallback_reason"] = (
+            f"the whitened tensor gave {len(best.candidates)} usable candidates, "
+            f"fewer than K={K}"
+        )
+        return None
+    diagnostics["subsets"] = int(best.search.n_subsets)
+    diagnostics["near_feasible_subsets"] = int(best.search.n_feasible)
+    diagnostics["search_strategy"] = best.search.strategy
+    diagnostics["infeasibility"] = float(best.search.infeasibility)
+    return best.Q
+
+
+def fit_admixture(
+    genotypes,
+    K: int,
+    *,
+    seed: int | None = None,
+    refine: bool | str = "auto",
+    tol: float = 1e-4,
+    max_iter: int = 1000,
+    windows=DEFAULT_WINDOWS,
+    n_starts: int | None = None,
+    threads: int | None = None,
+    callback=None,
+) -> AdmixtureResult:
+    """Estimate ancestry proportions Q and ancestral frequencies P.
+
+    Parameters
+    ----------
+    genotypes : Genotypes or array_like, int8, shape (n_individuals, n_snps)
+        Copies of the counted allele (0/1/2), -1 for missing.
+    K : int
+        Number of ancestral populations, ``1 <= K < n_individuals``.
+    seed : int, optional
+        Seed for every random choice (eigenpair starts, SNP samples, EM
+        mini-batches); the same seed gives the same output.
+    refine : {"auto", True, False}
+        Maximise the likelihood from the spectral estimate: always (True),
+        never (False), or when :func:`refinement_decision` says the likelihood
+        is identifiable ("auto").
+    tol : float
+        Log-likelihood change that stops EM (ADMIXTURE's ``-C``).
+    max_iter : int
+        EM iteration limit.
+    windows : sequence of float
+        Upper ends of the minor-allele-frequency windows scanned for the
+        moment SNPs (see :func:`admixspec.spectral.spectral_scan`).
+    n_starts : int, optional
+        Random starts of the eigenpair solver (default: the solver's).
+    threads : int, optional
+        Threads for the likelihood kernels and BLAS.
+    callback : callable, optional
+        Receives each EM iteration's record (see
+        :class:`admixspec.refine.IterationInfo`).
+
+    Returns
+    -------
+    AdmixtureResult
+
+    Examples
+    --------
+    >>> from admixspec import simulate_balding_nichols, q_error
+    >>> sim = simulate_balding_nichols(40, 3000, 2, fst=0.3, alpha=0.3, seed=2)
+    >>> result = fit_admixture(sim.genotypes, 2, seed=1)
+    >>> result.Q.shape, bool(q_error(sim.Q, result.Q) < 0.05)
+    ((40, 2), True)
+    """
+    if refine not in ("auto", True, False):
+        raise UsageError(f"refine must be 'auto', True or False, got {refine!r}")
+    G = check_dosage(genotypes)
+    m, n = G.shape
+    K = check_K(K, m)
+    timings: dict = {}
+    diagnostics: dict = {"version": __version__}
+    start = time.perf_counter()
+    if K == 1:
+        Q, P = _single_population(G)
+        loglik = loglikelihood(G, Q, P, threads=threads)
+        timings["total"] = time.perf_counter() - start
+        return AdmixtureResult(Q, P, loglik, 1, "single-population", timings=timings,
+                               diagnostics=diagnostics)
+
+    Q = _spectral(G, K, windows=windows, n_starts=n_starts,
+                  seed=seed, timings=timings, diagnostics=diagnostics)
+    ml: MLResult | None = None
+    if Q is None:
+        logger.warning("spectral estimate unavailable (%s); maximum likelihood from the "
+                       "SVD start", diagnostics["fallback_reason"])
+        path = "ml-fallback"
+        ml = fit_ml(G, K, init="svd", tol=tol, max_iter=max_iter, seed=seed,
+                    callback=callback, threads=threads)
+    else:
+        decision, reason = (refine, "requested") if refine != "auto" else refinement_decision(Q)
+        diagnostics["refine"] = bool(decision)
+        diagnostics["refine_reason"] = reason
+        logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
+        if decision:
+            path = "spectral+ml"
+            ml = fit_ml(G, K, Q0=Q, tol=tol, max_iter=max_iter, seed=seed,
+                        callback=callback, threads=threads)
+        else:
+            path = "spectral"
+            clock = time.perf_counter()
+            P, loglik, n_p = _p_given_q(G, Q, tol=tol, max_iter=max_iter, threads=threads)
+            timings["p_given_q"] = time.perf_counter() - clock
+            diagnostics["p_iterations"] = int(n_p)
+    if ml is not None:
+        Q, P, loglik = ml.Q, ml.P, ml.loglik
+        timings["likelihood"] = float(ml.timings.get("total", 0.0))
+    timings["total"] = time.perf_counter() - start
+    logger.info("K=%d: %s estimate, log-likelihood %.6f", K, path, loglik)
+    return AdmixtureResult(
+        Q=Q,
+        P=P,
+        loglik=float(loglik),
+        K=K,
+        path=path,
+        n_iter=0 if ml is None else ml.n_iter,
+        converged=True if ml is None else ml.converged,
+        timings=timings,
+        diagnostics=diagnostics,
+        history=[] if ml is None else list(ml.history),
+    )
