@@ -16,7 +16,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .exceptions import UsageError
-from .likelihood import check_dosage
+from .likelihood import check_dosage, loglikelihood
 from .metrics import match_components
 from .refine import fit_ml
 
@@ -40,7 +40,7 @@ class BootstrapResult(NamedTuple):
 
 def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200,
               block_size: int | None = None, seed=None, fit: Callable | None = None,
-              tol: float = 1e-4, threads: int | None = None) -> BootstrapResult:
+              tol: float | None = None, threads: int | None = None) -> BootstrapResult:
     """Standard errors of Q by a bootstrap over blocks of contiguous SNPs.
 
     Parameters
@@ -60,8 +60,9 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
     fit : callable, optional
         ``fit(replicate_dosage, K, seed) -> (Q, P)``; default the ML fit
         started from ``(Q_ref, P_ref[resampled SNPs])``.
-    tol : float
-        Convergence tolerance of the default fits.
+    tol : float, optional
+        Convergence tolerance of the default replicate fits; default
+        ``max(1e-4, 1e-8 |L|)``, ``L`` the point estimate's log-likelihood.
     threads : int, optional
 
     Returns
@@ -82,10 +83,13 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
         raise UsageError(f"n_replicates must be >= 2, got {n_replicates}")
     rng = np.random.default_rng(seed)
     if Q_ref is None or P_ref is None:
-        full = fit_ml(G, K, Q0=Q_ref, P0=P_ref, seed=seed, tol=tol, threads=threads)
+        full = fit_ml(G, K, Q0=Q_ref, P0=P_ref, seed=seed,
+                      tol=1e-4 if tol is None else tol, threads=threads)
         Q_ref, P_ref = full.Q, full.P
     Q_ref = np.asarray(Q_ref, dtype=np.float64)
     P_ref = np.asarray(P_ref, dtype=np.float64)
+    if tol is None:
+        tol = max(1e-4, 1e-8 * abs(loglikelihood(G, Q_ref, P_ref, threads=threads)))
     block = math.ceil(n / 200) if block_size is None else int(block_size)
     if block < 1:
         raise UsageError(f"block_size must be >= 1, got {block}")

@@ -26,6 +26,7 @@ from .likelihood import (
     _mask_fold_kernel,
     check_dosage,
     check_params,
+    loglikelihood,
     thread_limit,
 )
 from .refine import fit_ml
@@ -61,7 +62,7 @@ def format_cv(K: int, result: CVResult) -> str:
 
 
 def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
-                   fit: Callable | None = None, start=None, tol: float = 1e-4,
+                   fit: Callable | None = None, start=None, tol: float | None = None,
                    threads: int | None = None) -> CVResult:
     """v-fold cross-validation error of the admixture model with K components.
 
@@ -81,8 +82,11 @@ def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
         estimate, as ADMIXTURE does.
     start : tuple of arrays (Q, P), optional
         Full-data estimate for the default ``fit``; computed when omitted.
-    tol : float
-        Convergence tolerance of the default fits.
+    tol : float, optional
+        Convergence tolerance (log-likelihood gain) of the default fold fits;
+        default ``max(1e-4, 1e-8 |L|)`` with ``L`` the full-data
+        log-likelihood: the held-out deviance moves by far less than its
+        printed precision below that, and EM creeps along flat directions.
     threads : int, optional
 
     Returns
@@ -105,9 +109,13 @@ def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
     fold_seed = int(rng.integers(0, 2**62))
     if fit is None:
         if start is None:
-            full = fit_ml(G, K, seed=seed, tol=tol, threads=threads)
+            full = fit_ml(G, K, seed=seed, tol=1e-4 if tol is None else tol,
+                          threads=threads)
             start = (full.Q, full.P)
         Q_start, P_start = start
+        if tol is None:
+            tol = max(1e-4, 1e-8 * abs(loglikelihood(G, Q_start, P_start,
+                                                     threads=threads)))
 
         def fit(Gm, K_, s):
             res = fit_ml(Gm, K_, Q0=Q_start, P0=P_start, seed=s, tol=tol,
