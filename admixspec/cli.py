@@ -27,6 +27,7 @@ import shlex
 import signal
 import sys
 import time
+from pathlib import Path
 
 from . import __version__
 from .exceptions import AdmixspecError, InputError, UsageError
@@ -430,6 +431,243 @@ def run_info(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- run
+
+
+def _default_prefix(path: str) -> str:
+    """ADMIXTURE names outputs after the input's basename, in the working directory."""
+    name = Path(path).name
+    for suffix in (".vcf.gz", ".vcf.bgz", ".vcf", ".bcf", ".bed", ".bim", ".fam"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _add_run_parser(subparsers) -> None:
+    parser = _add_subcommand(
+        subparsers,
+        "run",
+        help="estimate ancestry (Q) and ancestral allele frequencies (P) for one or more K",
+        description=(
+            "Estimate ancestry proportions Q and ancestral allele frequencies P with the "
+            "spectral tensor-eigenpair method, refined by maximum likelihood where that "
+            "is identifiable. Writes PREFIX.K.Q, PREFIX.K.P, PREFIX.K.log and "
+            "PREFIX.K.json for every K (ADMIXTURE's formats)."
+        ),
+    )
+    add_genotype_arguments(parser)
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "-K", "--K", dest="K", type=_k_list, nargs="+", required=True, metavar="K",
+        help="number(s) of ancestral populations: '-K 3', '-K 2 3 4' or '-K 2-6'",
+    )
+    group.add_argument(
+        "--out", metavar="PREFIX",
+        help="output prefix (default: the input's basename, in the working directory)",
+    )
+    group.add_argument("-s", "--seed", type=_non_negative_int, default=43,
+                       help="random seed (ADMIXTURE's default is 43)")
+    group.add_argument("-j", "--threads", type=_positive_int, default=None,
+                       help="threads for the likelihood kernels and BLAS (default: all cores)")
+    method = parser.add_argument_group("estimator")
+    method.add_argument(
+        "--init", choices=("spectral", "svd", "random"), default="spectral",
+        help="'spectral': the tensor-eigenpair estimate (refined per --refine); "
+        "'svd' or 'random': plain maximum likelihood from that start",
+    )
+    refine = method.add_mutually_exclusive_group()
+    refine.add_argument(
+        "--refine", dest="refine", action="store_const", const=True, default="auto",
+        help="always maximise the likelihood from the spectral estimate "
+        "(default: only when every component has a near-unadmixed individual)",
+    )
+    refine.add_argument(
+        "--no-refine", dest="refine", action="store_const", const=False,
+        help="report the pure spectral estimate (P by maximum likelihood given Q)",
+    )
+    method.add_argument("-C", "--tol", type=_positive_float, default=1e-4,
+                        help="stop EM when the log-likelihood gains less than this")
+    method.add_argument("--max-iter", type=_positive_int, default=1000,
+                        help="EM iteration limit")
+    extra = parser.add_argument_group("cross-validation, bootstrap, supervised, projection")
+    extra.add_argument(
+        "--cv", type=_positive_int, nargs="?", const=5, default=None, metavar="N",
+        help="N-fold cross-validation over genotype entries (N defaults to 5); the best "
+        "K is reported",
+    )
+    extra.add_argument(
+        "-B", "--bootstrap", dest="bootstrap", type=_positive_int, nargs="?", const=200,
+        default=None, metavar="N",
+        help="N bootstrap replicates over blocks of SNPs (default 200): writes "
+        "PREFIX.K.Q_se and PREFIX.K.Q_bias",
+    )
+    extra.add_argument(
+        "--supervised", nargs="?", const="", default=None, metavar="POPFILE",
+        help="supervised mode with reference labels from POPFILE (default: the input's "
+        "prefix + '.pop'; one line per individual, '-' for unknown)",
+    )
+    extra.add_argument(
+        "--project", metavar="PFILE",
+        help="projection mode: keep these allele frequencies (a .P file of the same SNPs) "
+        "fixed and estimate each individual's Q by maximum likelihood",
+    )
+    parser.set_defaults(runner=run_run)
+
+
+class _RunLog:
+    """Collects the lines of one PREFIX.K.log and echoes them as progress."""
+
+    def __init__(self, header: list[str]):
+        self.lines = list(header)
+
+    def add(self, line: str, *, echo: bool = True) -> None:
+        self.lines.append(line)
+        if echo:
+            logger.info("%s", line)
+
+    def iteration(self, info) -> None:
+        from .refine import format_iteration
+
+        self.add(format_iteration(info), echo=False)
+        logger.debug("%s", format_iteration(info))
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _run_header(args, genotypes) -> list[str]:
+    lines = [
+        f"admixspec {__version__}",
+        f"Command: {command_line(args._argv)}",
+        f"Random seed: {args.seed}",
+        f"Input: {args.input}",
+        f"Size of G: {genotypes.n_individuals}x{genotypes.n_snps}",
+    ]
+    return lines + _filter_lines(genotypes)
+
+
+def _fit_one(args, genotypes, K, log):
+    """One K: returns (Q, P, loglik, record) for the chosen mode."""
+    from .model import fit_admixture
+    from .project import fit_supervised, project
+    from .refine import fit_ml, format_summary
+    from .likelihood import loglikelihood
+
+    G = genotypes.dosage
+    if args.project:
+        from .io import read_p
+
+        P = read_p(args.project)
+        if P.shape[0] != genotypes.n_snps:
+            raise InputError(
+                f"has {P.shape[0]} SNPs but the genotypes have {genotypes.n_snps} "
+                "(use the same SNPs, in the same order)", path=args.project,
+            )
+        Q = project(G, P, tol=args.tol, max_iter=args.max_iter, threads=args.threads)
+        loglik = loglikelihood(G, Q, P, threads=args.threads)
+        log.add("Estimator: projection onto fixed P")
+        return Q, P, loglik, {"path": "projection"}
+    if args.supervised is not None:
+        from .io import read_pop
+
+        pop_path = args.supervised or _default_prefix(args.input) + ".pop"
+        if not args.supervised:
+            pop_path = str(Path(args.input).with_name(Path(pop_path).name))
+        labels = read_pop(pop_path, n_individuals=genotypes.n_individuals)
+        result = fit_supervised(G, K, labels, tol=args.tol, max_iter=args.max_iter,
+                                seed=args.seed, threads=args.threads, callback=log.iteration)
+        log.add(f"Estimator: supervised maximum likelihood, references {result.populations}")
+        log.add(format_summary(result), echo=False)
+        return result.Q, result.P, result.loglik, {"path": "supervised",
+                                                   "n_iter": result.n_iter}
+    if args.init != "spectral":
+        result = fit_ml(G, K, init=args.init, tol=args.tol, max_iter=args.max_iter,
+                        seed=args.seed, threads=args.threads, callback=log.iteration)
+        log.add(f"Estimator: maximum likelihood from a {args.init} start")
+        log.add(format_summary(result), echo=False)
+        return result.Q, result.P, result.loglik, {
+            "path": f"ml-{args.init}", "n_iter": result.n_iter,
+            "converged": result.converged, "timings": result.timings,
+        }
+    result = fit_admixture(genotypes, K, seed=args.seed, refine=args.refine, tol=args.tol,
+                           max_iter=args.max_iter, threads=args.threads,
+                           callback=log.iteration)
+    d = result.diagnostics
+    log.add(f"Estimator: {result.path}")
+    if "eigenpairs" in d:
+        log.add(
+            f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
+            f"{d['max_frequency']:g}), {d['eigenpairs']} eigenpairs "
+            f"({d['stable_eigenpairs']} Newton-stable), {d['local_maxima']} local maxima, "
+            f"{d['candidates']} candidates, {d['subsets']} subsets searched"
+        )
+    for key in ("refine_reason", "fallback_reason"):
+        if key in d:
+            log.add(f"{key.replace('_', ' ').capitalize()}: {d[key]}")
+    record = {
+        "path": result.path, "n_iter": result.n_iter, "converged": result.converged,
+        "timings": result.timings, "diagnostics": d,
+    }
+    return result.Q, result.P, result.loglik, record
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from .io import output_path, write_json, write_p, write_q, write_text
+    from .model import check_K
+
+    Ks = sorted(set(_flat(args.K)))
+    genotypes = read_genotypes_from_args(args)
+    for K in Ks:
+        check_K(K, genotypes.n_individuals)
+    prefix = args.out or _default_prefix(args.input)
+    if Path(prefix).parent != Path("."):
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    cv_errors = {}
+    for K in Ks:
+        start = time.perf_counter()
+        log = _RunLog(_run_header(args, genotypes))
+        logger.info("K=%d: fitting", K)
+        Q, P, loglik, record = _fit_one(args, genotypes, K, log)
+        log.add(f"Loglikelihood: {loglik:.6f}")
+        if args.cv:
+            from .crossval import cross_validate, format_cv
+
+            cv = cross_validate(genotypes.dosage, K, folds=args.cv, seed=args.seed,
+                                start=(Q, P), threads=args.threads)
+            cv_errors[K] = cv.error
+            record["cv_error"] = cv.error
+            record["cv_fold_errors"] = cv.fold_errors.tolist()
+            log.add(format_cv(K, cv))
+        if args.bootstrap:
+            from .bootstrap import bootstrap
+
+            boot = bootstrap(genotypes.dosage, K, Q_ref=Q, P_ref=P,
+                             n_replicates=args.bootstrap, seed=args.seed,
+                             threads=args.threads)
+            write_q(output_path(prefix, K, "Q_se"), boot.Q_se)
+            write_q(output_path(prefix, K, "Q_bias"), boot.Q_bias)
+            log.add(f"Bootstrap: {args.bootstrap} replicates -> "
+                    f"{output_path(prefix, K, 'Q_se')}")
+        seconds = time.perf_counter() - start
+        log.add(f"Elapsed: {seconds:.3f} sec")
+        write_q(output_path(prefix, K, "Q"), Q)
+        write_p(output_path(prefix, K, "P"), P)
+        write_text(output_path(prefix, K, "log"), log.text())
+        record.update(
+            version=__version__, command=command_line(args._argv), K=K, seed=args.seed,
+            input=args.input, n_individuals=genotypes.n_individuals,
+            n_snps=genotypes.n_snps, loglik=loglik, seconds=seconds,
+            filters=genotypes.filter_log,
+        )
+        write_json(output_path(prefix, K, "json"), record)
+        logger.info("K=%d: wrote %s.%d.{Q,P,log,json} (%.1f s)", K, prefix, K, seconds)
+    if len(cv_errors) > 1:
+        best = min(cv_errors, key=cv_errors.get)
+        logger.info("Best K by cross-validation error: %d (CV error %.5f)", best,
+                    cv_errors[best])
+    return 0
+
+
 # --------------------------------------------------------------------------- plot, summary
 
 
@@ -586,6 +824,7 @@ def get_parser() -> argparse.ArgumentParser:
         title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser
     )
     # One _add_<name>_parser(subparsers) per subcommand; add new ones here.
+    _add_run_parser(subparsers)
     _add_simulate_parser(subparsers)
     _add_info_parser(subparsers)
     _add_plot_parser(subparsers)
