@@ -32,7 +32,13 @@ from . import __version__
 from .exceptions import UsageError
 from .likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
 from .refine import MLResult, _Fixed, accelerated_em, fit_ml
-from .spectral import DEFAULT_WINDOWS, allele_counts, snp_sample, spectral_scan
+from .spectral import (
+    DEFAULT_WINDOWS,
+    allele_counts,
+    least_squares_frequencies,
+    snp_sample,
+    spectral_scan,
+)
 
 __all__ = ["AdmixtureResult", "check_K", "fit_admixture", "refinement_decision"]
 
@@ -158,21 +164,50 @@ def _single_population(G):
     return Q, P
 
 
+def _model_fill(G, Q):
+    """Imputation of missing calls by the model's expected frequency ``(Q P^T)_ij``.
+
+    Given the ancestral frequencies, individuals are independent, so an
+    imputed entry's expectation equals the missing entry's: off-diagonal
+    moments stay unbiased (mean imputation pulls them towards the average
+    individual).
+    """
+    P = least_squares_frequencies(G, Q)
+
+    def fill(columns):
+        return np.clip(Q @ P[columns].T, 0.0, 1.0)
+
+    return fill
+
+
 def _spectral(G, K, *, windows, n_starts, seed, timings, diagnostics):
-    """Run the window scan; return Q or None (with the reason in diagnostics)."""
+    """Run the window scan; return Q or None (with the reason in diagnostics).
+
+    With missing genotypes the scan runs twice: first with each missing call
+    imputed by its SNP's mean frequency, then by the first estimate's model
+    (:func:`_model_fill`).
+    """
     rng = np.random.default_rng(seed)
     m, n = G.shape
     clock = time.perf_counter()
     size = int(np.clip(_SCORING_ENTRIES // m, 500, n))
     sample = snp_sample(G, size, rng)
     rescore = snp_sample(G, min(n, 10 * size), rng)
-    best, scan = spectral_scan(
-        G, K, sample=sample, rescore_sample=rescore, windows=windows,
-        min_snps=min(_MIN_MOMENT_SNPS, max(2 * K, n // 10)), n_starts=n_starts, seed=seed,
-        progress=logger.info,
-    )
+
+    def scan(fill=None):
+        return spectral_scan(
+            G, K, sample=sample, rescore_sample=rescore, windows=windows, fill=fill,
+            min_snps=min(_MIN_MOMENT_SNPS, max(2 * K, n // 10)), n_starts=n_starts,
+            seed=seed, progress=logger.info,
+        )
+
+    best, scan_log = scan()
+    if best is not None and best.Q is not None and np.any(G < 0):
+        logger.info("missing genotypes: rescanning with model-based imputation")
+        diagnostics["missing_imputation"] = "model (Q P^T of a first pass)"
+        best, scan_log = scan(_model_fill(G, best.Q))
     timings["spectral"] = time.perf_counter() - clock
-    diagnostics["windows"] = scan
+    diagnostics["windows"] = scan_log
     if best is None:
         diagnostics["fallback_reason"] = "no rarity window gave a usable whitened tensor"
         return None

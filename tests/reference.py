@@ -35,3 +35,24 @@ def masked_least_squares_tensor(M3, Kplus):
     rows = mask.reshape(-1)
     solution, *_ = np.linalg.lstsq(design[rows], M3.reshape(-1)[rows], rcond=None)
     return solution.reshape(K, K, K)
+
+
+def simulate_structured(kind, *, m=40, n=20_000, K=3, alpha=1.0, missing=0.0, seed=0):
+    """Admixed genotypes whose ancestral frequencies make the spectral method exact.
+
+    ``kind="binary"``: frequencies 0 or 1; ``kind="private"``: each SNP's counted
+    allele lives in one population only, at a Beta(0.5, 2) frequency.
+    Returns ``(dosage, Q, P)``.
+    """
+    rng = np.random.default_rng(seed)
+    Q = rng.dirichlet(np.full(K, alpha), size=m)
+    if kind == "binary":
+        P = (rng.random((n, K)) < 0.3).astype(float)
+    else:
+        P = np.zeros((n, K))
+        P[np.arange(n), rng.integers(K, size=n)] = rng.beta(0.5, 2.0, n)
+    # clip: Q @ P.T can exceed 1 by rounding when P is binary
+    dosage = rng.binomial(2, np.clip(Q @ P.T, 0.0, 1.0)).astype(np.int8)
+    if missing:
+        dosage[rng.random(dosage.shape) < missing] = -1
+    return dosage, Q, P

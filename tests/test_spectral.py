@@ -16,19 +16,7 @@ from admixspec.spectral import (
     spectral_pass,
 )
 
-
-def _simulate(kind, *, m=40, n=20_000, K=3, alpha=1.0, seed=0):
-    """Admixed genotypes whose ancestral frequencies are binary or private."""
-    rng = np.random.default_rng(seed)
-    Q = rng.dirichlet(np.full(K, alpha), size=m)
-    if kind == "binary":
-        P = (rng.random((n, K)) < 0.3).astype(float)
-    else:  # each SNP's counted allele lives in one population only
-        P = np.zeros((n, K))
-        P[np.arange(n), rng.integers(K, size=n)] = rng.beta(0.5, 2.0, n)
-    # clip: Q @ P.T can exceed 1 by rounding when P is binary
-    dosage = rng.binomial(2, np.clip(Q @ P.T, 0.0, 1.0)).astype(np.int8)
-    return dosage, Q, P
+from .reference import simulate_structured as _simulate
 
 
 def _run(dosage, K, snps, flip, seed=0):

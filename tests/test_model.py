@@ -1,0 +1,94 @@
+"""fit_admixture: the public estimator and the paths it takes."""
+
+import numpy as np
+import pytest
+
+import admixspec.model as model
+from admixspec import UsageError, simulate_balding_nichols
+from admixspec.likelihood import loglikelihood
+from admixspec.metrics import q_error
+from admixspec.model import check_K, fit_admixture, refinement_decision
+
+from .reference import simulate_structured
+
+
+class TestCheckK:
+    @pytest.mark.parametrize("K", [0, -1, 2.5])
+    def test_rejects_non_positive_or_fractional(self, K):
+        with pytest.raises(UsageError, match="positive integer"):
+            check_K(K, 10)
+
+    def test_rejects_K_at_least_individuals(self):
+        with pytest.raises(UsageError, match="needs more individuals"):
+            check_K(10, 10)
+
+    def test_accepts_valid(self):
+        assert check_K(3, 10) == 3
+
+
+class TestFitAdmixture:
+    def test_single_population__is_allele_frequency(self):
+        sim = simulate_balding_nichols(30, 500, 2, seed=0, missing_rate=0.05)
+        result = fit_admixture(sim.genotypes, 1)
+        G = sim.genotypes.dosage
+        observed = G >= 0
+        frequency = np.where(observed, G, 0).sum(axis=0) / (2 * observed.sum(axis=0))
+        np.testing.assert_allclose(result.P[:, 0], np.clip(frequency, 1e-5, 1 - 1e-5))
+        np.testing.assert_array_equal(result.Q, 1.0)
+        assert result.path == "single-population"
+        assert result.loglik == pytest.approx(loglikelihood(G, result.Q, result.P))
+
+    @pytest.mark.parametrize("alpha", [0.5, 2.0])
+    def test_private_alleles__spectral_estimate_is_accurate(self, alpha):
+        dosage, Q, _ = simulate_structured("private", m=50, n=15_000, alpha=alpha, seed=1)
+        result = fit_admixture(dosage, 3, seed=0, refine=False)
+        assert result.path == "spectral"
+        assert q_error(Q, result.Q) < 0.03
+        assert result.diagnostics["local_maxima"] >= 3
+        assert result.loglik == pytest.approx(loglikelihood(dosage, result.Q, result.P))
+
+    def test_missing_genotypes__cost_little_accuracy(self):
+        complete, Q, _ = simulate_structured("private", m=50, n=15_000, seed=2)
+        holes = complete.copy()
+        holes[np.random.default_rng(3).random(holes.shape) < 0.05] = -1
+        error_complete = q_error(Q, fit_admixture(complete, 3, seed=0, refine=False).Q)
+        result = fit_admixture(holes, 3, seed=0, refine=False)
+        assert "missing_imputation" in result.diagnostics
+        assert q_error(Q, result.Q) < 1.2 * error_complete + 0.005
+
+    def test_balding_nichols__refined_estimate_is_accurate(self):
+        sim = simulate_balding_nichols(80, 4000, 2, fst=0.2, alpha=0.3, seed=4)
+        result = fit_admixture(sim.genotypes, 2, seed=0, refine=True)
+        assert result.path == "spectral+ml"
+        assert q_error(sim.Q, result.Q) < 0.03
+
+    def test_same_seed__same_result(self):
+        dosage, _, _ = simulate_structured("private", m=30, n=4000, seed=5)
+        first = fit_admixture(dosage, 3, seed=11)
+        second = fit_admixture(dosage, 3, seed=11)
+        np.testing.assert_array_equal(first.Q, second.Q)
+        np.testing.assert_array_equal(first.P, second.P)
+
+    def test_no_spectral_candidates__falls_back_to_likelihood(self, monkeypatch):
+        monkeypatch.setattr(model, "spectral_scan", lambda *args, **kwargs: (None, []))
+        sim = simulate_balding_nichols(60, 3000, 2, fst=0.2, alpha=0.3, seed=6)
+        result = fit_admixture(sim.genotypes, 2, seed=0)
+        assert result.path == "ml-fallback"
+        assert "fallback_reason" in result.diagnostics
+        assert q_error(sim.Q, result.Q) < 0.03
+
+    def test_invalid_refine__is_a_usage_error(self):
+        with pytest.raises(UsageError, match="refine"):
+            fit_admixture(np.zeros((5, 5), dtype=np.int8), 2, refine="sometimes")
+
+
+class TestRefinementDecision:
+    def test_anchors_in_every_component__refine(self):
+        Q = np.array([[0.95, 0.05], [0.02, 0.98], [0.5, 0.5]])
+        assert refinement_decision(Q)[0]
+
+    def test_component_without_anchor__keep_spectral(self):
+        Q = np.array([[0.95, 0.05], [0.3, 0.7], [0.5, 0.5]])
+        refine, reason = refinement_decision(Q)
+        assert not refine
+        assert "[1]" in reason
