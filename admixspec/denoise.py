@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg
 
 from .moments import ThirdMomentTerms
+from .tensor import symmetrize
 
 __all__ = [
     "Whitening",
@@ -23,7 +24,6 @@ __all__ = [
     "masked_tensor_operator",
     "masked_tensor_rhs",
     "solve_masked_tensor",
-    "symmetrize3",
     "whiten",
 ]
 
@@ -130,18 +130,6 @@ def whiten(M2, K) -> Whitening:
     return Whitening(K_white=vectors / root, B=vectors * root, eigenvalues=values)
 
 
-def symmetrize3(T):
-    """Average a 3-tensor over the six permutations of its modes."""
-    return (
-        T
-        + T.transpose(0, 2, 1)
-        + T.transpose(1, 0, 2)
-        + T.transpose(1, 2, 0)
-        + T.transpose(2, 0, 1)
-        + T.transpose(2, 1, 0)
-    ) / 6.0
-
-
 def _pair_tensor(B, Y):
     """``sum_a b_a (x) b_a (x) y_a`` for rows of B and Y (both (m, K))."""
     return np.einsum("ap,aq,ar->pqr", B, B, Y, optimize=True)
@@ -164,7 +152,7 @@ def masked_tensor_rhs(terms: ThirdMomentTerms, B):
     """
     pair = _pair_tensor(B, terms.pair)
     cube = np.einsum("a,ap,aq,ar->pqr", terms.cube, B, B, B, optimize=True)
-    return symmetrize3(terms.full) - 3.0 * symmetrize3(pair) + 2.0 * cube
+    return symmetrize(terms.full) - 3.0 * symmetrize(pair) + 2.0 * cube
 
 
 def masked_tensor_operator(T, B, gram=None):
@@ -190,7 +178,7 @@ def masked_tensor_operator(T, B, gram=None):
     pair = _pair_tensor(B, w @ G)
     diag_values = np.einsum("ic,ic->i", w, B)  # T(b_a, b_a, b_a)
     cube = np.einsum("a,ap,aq,ar->pqr", diag_values, B, B, B, optimize=True)
-    return full - 3.0 * symmetrize3(pair) + 2.0 * cube
+    return full - 3.0 * symmetrize(pair) + 2.0 * cube
 
 
 def solve_masked_tensor(terms: ThirdMomentTerms, B, *, tol=1e-12, max_iter=500):
@@ -243,4 +231,4 @@ def solve_masked_tensor(terms: ThirdMomentTerms, B, *, tol=1e-12, max_iter=500):
         "iterations": iterations,
         "relative_residual": float(np.linalg.norm(residual) / rhs_norm),
     }
-    return symmetrize3(solution), info
+    return symmetrize(solution), info

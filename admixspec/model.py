@@ -31,11 +31,11 @@ import numpy as np
 from . import __version__
 from .exceptions import UsageError
 from .likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
+from .mlinit import p_given_q
 from .refine import MLResult, _Fixed, accelerated_em, fit_ml
 from .spectral import (
     DEFAULT_WINDOWS,
     allele_counts,
-    least_squares_frequencies,
     snp_sample,
     spectral_scan,
 )
@@ -143,8 +143,6 @@ def refinement_decision(Q, *, anchor_threshold=0.9):
 
 def _p_given_q(G, Q, *, tol, max_iter, threads):
     """Maximum-likelihood P for fixed Q (EM on P only, accelerated)."""
-    from .mlinit import p_given_q
-
     m = G.shape[0]
     with thread_limit(threads):
         engine = Engine(G, Q.shape[1])
@@ -172,7 +170,7 @@ def _model_fill(G, Q):
     moments stay unbiased (mean imputation pulls them towards the average
     individual).
     """
-    P = least_squares_frequencies(G, Q)
+    P = p_given_q(G, Q)
 
     def fill(columns):
         return np.clip(Q @ P[columns].T, 0.0, 1.0)

@@ -2,7 +2,7 @@
 
 For a subset S of K candidates, ``W_S = V_S^+``, ``Q_S = W_S^T`` with each row
 projected onto the probability simplex, ``P_S`` the least-squares allele
-frequencies given ``Q_S`` clipped to ``[eps, 1 - eps]``, and the score is the
+frequencies given ``Q_S`` clipped to ``[1e-5, 1 - 1e-5]``, and the score is the
 binomial log-likelihood of a SNP sample. All size-K subsets are scored while
 their number is within a budget; beyond it a swap local search runs from
 several starts. Finalists are rescored on a larger SNP sample.
@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .likelihood import P_MAX, P_MIN
+
 __all__ = [
     "SubsetSearchResult",
     "infeasibility",
@@ -26,8 +28,6 @@ __all__ = [
     "search_subsets",
 ]
 
-#: Allele frequencies are kept inside [EPSILON, 1 - EPSILON], as ADMIXTURE does.
-EPSILON = 1e-5
 
 #: Upper bound on floats in one batched scoring array (b subsets x m x s).
 _BATCH_FLOATS = 2**24
@@ -86,7 +86,7 @@ def _least_squares_p(Q, x):
     gram = np.swapaxes(Q, -1, -2) @ Q
     cross = np.swapaxes(Q, -1, -2) @ x  # (..., K, s)
     P = np.swapaxes(np.linalg.solve(gram + 1e-12 * np.eye(Q.shape[-1]), cross), -1, -2)
-    return np.clip(P, EPSILON, 1 - EPSILON)
+    return np.clip(P, P_MIN, P_MAX)
 
 
 def binomial_loglik(g, observed, Q, P):
@@ -104,7 +104,7 @@ def binomial_loglik(g, observed, Q, P):
     -------
     numpy.ndarray, shape (...)
     """
-    f = np.clip(Q @ np.swapaxes(P, -1, -2), EPSILON, 1 - EPSILON)
+    f = np.clip(Q @ np.swapaxes(P, -1, -2), P_MIN, P_MAX)
     terms = g * np.log(f) + (2.0 - g) * np.log1p(-f)
     return np.where(observed, terms, 0.0).sum(axis=(-1, -2))
 

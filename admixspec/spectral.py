@@ -15,8 +15,11 @@ Which SNPs feed the moments matters more than anything else: the columns of
 ``W^+`` are eigenvectors exactly when every counted allele is private to one
 ancestral population (method.md §4). Rare alleles are mostly private, so the
 first pass uses SNPs whose sample minor-allele count is small and counts the
-minor allele; a second pass reselects SNPs whose counted allele the first
-estimate's P places in one population only.
+minor allele, and :func:`spectral_scan` picks the frequency window whose
+tensor is closest to orthogonally decomposable. (A second pass that
+reselected SNPs whose allele a first estimate's least-squares P placed in one
+population was measured on msprime data and did not help at m = 50: the
+per-SNP P estimates were too noisy.)
 """
 
 from __future__ import annotations
@@ -30,14 +33,12 @@ import numpy as np
 from .candidates import CandidateSet, make_candidates
 from .denoise import complete_diagonal, solve_masked_tensor, whiten
 from .moments import frequency_blocks, second_moments, whitened_third_moment_terms
-from .search import EPSILON, SubsetSearchResult, q_from_candidates, search_subsets
+from .search import SubsetSearchResult, q_from_candidates, search_subsets
 from .tensor import TensorEigenpairs, eigenpairs
 
 __all__ = [
     "SpectralPass",
     "allele_counts",
-    "least_squares_frequencies",
-    "private_allele_snps",
     "rare_allele_snps",
     "snp_sample",
     "spectral_pass",
@@ -99,45 +100,6 @@ def rare_allele_snps(counted, observed, *, min_count=2, max_frequency=0.05):
     return snps, flip
 
 
-def private_allele_snps(P, *, max_leak=0.05, min_frequency=0.02):
-    """SNPs with an allele that P places (almost) in one population only.
-
-    For each SNP and each of its two alleles, the *leak* is the allele's
-    largest frequency outside its dominant population divided by the
-    frequency inside it. SNPs whose better allele leaks at most ``max_leak``
-    and reaches ``min_frequency`` in its population are selected, counting that
-    allele.
-
-    Parameters
-    ----------
-    P : numpy.ndarray, shape (n, K)
-        Estimated frequencies of the counted allele.
-    max_leak : float
-    min_frequency : float
-
-    Returns
-    -------
-    snps : numpy.ndarray of int
-    flip : numpy.ndarray of bool
-        True where the private allele is the other allele.
-    """
-    if P.shape[1] < 2:
-        return np.arange(0), np.zeros(0, dtype=bool)
-
-    def leak(F):
-        top2 = -np.partition(-F, 1, axis=1)[:, :2]
-        return top2[:, 1] / np.maximum(top2[:, 0], EPSILON), top2[:, 0]
-
-    leak_counted, peak_counted = leak(P)
-    leak_other, peak_other = leak(1.0 - P)
-    flip = leak_other < leak_counted
-    best_leak = np.where(flip, leak_other, leak_counted)
-    best_peak = np.where(flip, peak_other, peak_counted)
-    keep = (best_leak <= max_leak) & (best_peak >= min_frequency)
-    snps = np.flatnonzero(keep)
-    return snps, flip[snps]
-
-
 def snp_sample(dosage, size, rng, *, snps=None):
     """A random SNP sample as ``(g, observed, x)`` for likelihood scoring.
 
@@ -164,25 +126,6 @@ def snp_sample(dosage, size, rng, *, snps=None):
     means = g.sum(axis=0) / (2.0 * counts)
     x = np.where(observed, g / 2.0, means[None, :])
     return g, observed, x
-
-
-def least_squares_frequencies(dosage, Q, *, block_size=65536):
-    """Clipped least-squares allele frequencies given Q, streamed over SNPs.
-
-    Parameters
-    ----------
-    dosage : numpy.ndarray, int8, shape (m, n)
-    Q : numpy.ndarray, shape (m, K)
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, K), in ``[EPSILON, 1 - EPSILON]``
-    """
-    solver = np.linalg.pinv(Q)  # (K, m)
-    P = np.empty((dosage.shape[1], Q.shape[1]))
-    for positions, x in frequency_blocks(dosage, block_size=block_size):
-        P[positions] = (solver @ x).T
-    return np.clip(P, EPSILON, 1 - EPSILON)
 
 
 @dataclass

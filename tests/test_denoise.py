@@ -7,9 +7,9 @@ from admixspec.denoise import (
     complete_diagonal,
     masked_tensor_operator,
     solve_masked_tensor,
-    symmetrize3,
     whiten,
 )
+from admixspec.tensor import symmetrize
 from admixspec.moments import (
     frequency_blocks,
     second_moments,
@@ -64,7 +64,7 @@ class TestMaskedTensor:
         rng = np.random.default_rng(4)
         m, K = 6, 3
         B = rng.normal(size=(m, K))
-        T = symmetrize3(rng.normal(size=(K, K, K)))
+        T = symmetrize(rng.normal(size=(K, K, K)))
         full = np.einsum("abc,ia,jb,kc->ijk", T, B, B, B)  # T(b_i, b_j, b_k)
         masked = np.where(distinct_mask(m), full, 0.0)
         expected = np.einsum("ijk,ia,jb,kc->abc", masked, B, B, B)
@@ -79,7 +79,7 @@ class TestMaskedTensor:
         terms = whitened_third_moment_terms(frequency_blocks(dosage, block_size=700), white.B)
         W, info = solve_masked_tensor(terms, white.B)
         expected = masked_least_squares_tensor(dense_third_moment(X), white.B.T)
-        np.testing.assert_allclose(W, symmetrize3(expected), atol=1e-9)
+        np.testing.assert_allclose(W, symmetrize(expected), atol=1e-9)
         assert info["relative_residual"] < 1e-10
 
     def test_streamed_terms__match_dense_third_moment(self):

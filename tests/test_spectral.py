@@ -10,7 +10,6 @@ from admixspec.metrics import q_error
 from admixspec.search import infeasibility, project_rows_to_simplex, q_from_candidates
 from admixspec.spectral import (
     allele_counts,
-    private_allele_snps,
     rare_allele_snps,
     snp_sample,
     spectral_pass,
@@ -81,12 +80,6 @@ class TestSnpSelection:
         observed = np.full(5, 100)
         snps, flip = rare_allele_snps(counted, observed, min_count=2, max_frequency=0.05)
         assert snps.tolist() == [1, 2]
-        assert flip.tolist() == [False, True]
-
-    def test_private_allele_snps__finds_population_specific_alleles(self):
-        P = np.array([[0.3, 0.0, 0.0], [0.3, 0.3, 0.0], [1.0, 0.6, 1.0], [0.5, 0.5, 0.5]])
-        snps, flip = private_allele_snps(P, max_leak=0.05, min_frequency=0.02)
-        assert snps.tolist() == [0, 2]
         assert flip.tolist() == [False, True]
 
 
