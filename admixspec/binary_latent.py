@@ -1,7 +1,7 @@
 """The seed paper's estimator for binary latent variable models, and its baselines.
 
-Model (Jaffe, Weiss, Carmi, Kluger & Nadler 2018, "Learning binary latent variable models:
-a tensor eigenpair approach", eq. model)::
+Model (Jaffe, Weiss, Carmi, Kluger & Nadler 2018, "Learning binary latent variable
+models: a tensor eigenpair approach", eq. model)::
 
     x = W^T h + sigma * xi,    h in {0, 1}^d,  W in R^{d x m},  xi ~ N(0, I_m).
 
@@ -10,10 +10,11 @@ shape ``(n_samples, d)`` and ``X ~= H @ W``.
 
 :func:`fit_binary_latent` implements Algorithm 1 (``sigma = 0``: exact binary filter) and
 Algorithm 2 (``sigma > 0``: sigma-corrected moments, whitening, all tensor eigenpairs,
-candidates ``K u / lam`` with ``lam >= 1 - tau``, Kolmogorov-Smirnov filter, ``W = pinv(V_S)``).
-The comparison methods of the paper's Figure 2 are :func:`wls_step` (Spectral+WLS, appendix
-"Adding a weighted least square step"), :func:`fit_als` (ALS from a random binary start,
-appendix ALS) and :func:`fit_oracle` (least squares given the true ``H``).
+candidates ``K u / lam`` with ``lam >= 1 - tau``, Kolmogorov-Smirnov filter,
+``W = pinv(V_S)``). The comparison methods of the paper's Figure 2 are :func:`wls_step`
+(Spectral+WLS, appendix "Adding a weighted least square step"), :func:`fit_als` (ALS
+from a random binary start, appendix ALS) and :func:`fit_oracle` (least squares given
+the true ``H``).
 :func:`simulate_binary_latent` draws data as the paper's simulation did and
 :func:`w_error` is the figure's error ``||W - Pi W_hat||_F^2 / (m d)``.
 """
@@ -95,10 +96,10 @@ def simulate_binary_latent(
 ) -> BinaryLatentData:
     """Simulate the paper's Figure 2 setting.
 
-    ``h`` is the binary rounding of ``r ~ N(a, R)`` clipped to {0, 1}; by default (as in the
-    authors' public code) ``a = 0.2 + 0.2 U(0,1)`` per unit and ``R = V diag(U(0,1)) V^T``
-    with ``V`` a random orthogonal matrix; the ``m`` columns of ``W`` are uniform on the
-    unit sphere of ``R^d``.
+    ``h`` is the binary rounding of ``r ~ N(a, R)`` clipped to {0, 1}; by default (as in
+    the authors' public code) ``a = 0.2 + 0.2 U(0,1)`` per unit and
+    ``R = V diag(U(0,1)) V^T`` with ``V`` a random orthogonal matrix; the ``m`` columns
+    of ``W`` are uniform on the unit sphere of ``R^d``.
 
     Parameters
     ----------
@@ -147,7 +148,7 @@ def simulate_binary_latent(
 
 
 def w_error(W_true, W_est) -> float:
-    """The paper's Figure 2 error ``||W - Pi W_hat||_F^2 / (m d)`` after optimal matching.
+    """The paper's Figure 2 error ``||W - Pi W_hat||_F^2 / (m d)``, rows matched.
 
     Rows of ``W_est`` are matched to rows of ``W_true`` by the Hungarian algorithm on the
     squared row distances.
@@ -194,8 +195,8 @@ def estimate_rank_and_noise(X, *, alpha: float = 0.01, max_rank=None):
     ``sigma_{k-1}^2`` is Kritchman & Nadler's noise estimate assuming ``k-1`` signals
     (the mean of the remaining eigenvalues, corrected for the upward bias of the signal
     eigenvalues by their fixed-point equations). ``d`` is the number of rejections and
-    ``sigma^2 = sigma_d^2``. The centred covariance is ``W^T Cov(h) W + sigma^2 I``, so its
-    signal rank is ``d`` when ``Cov(h)`` is full rank.
+    ``sigma^2 = sigma_d^2``. The centred covariance is ``W^T Cov(h) W + sigma^2 I``, so
+    its signal rank is ``d`` when ``Cov(h)`` is full rank.
 
     Parameters
     ----------
@@ -353,7 +354,7 @@ def _whitened_moments(X, d, sigma):
 
 
 def _ks_scores(Y, lam, sigma, norms):
-    """KS distance between the columns of Y (n, c) and their two-point Gaussian mixtures."""
+    """KS distance of each column of Y (n, c) to its two-point Gaussian mixture."""
     n = Y.shape[0]
     Ys = np.sort(Y, axis=0)
     p1 = 1.0 / lam**2
@@ -405,15 +406,17 @@ def fit_binary_latent(
         (:func:`wls_step`; only for ``sigma > 0``).
     score : {"ks", "round"}, optional
         Candidate filter for ``sigma > 0``: Kolmogorov-Smirnov distance to the two-point
-        mixture ``G_v`` (eq. emo_score) or the binary-rounding residual (eq. score_round).
+        mixture ``G_v`` (eq. emo_score) or the binary-rounding residual
+        (eq. score_round).
     split : {"none", "half"}, optional
         ``"none"``: moments and scores on all samples (default; more accurate, see
-        ``docs/paper_figure.md``). ``"half"``: the paper's analysis device, moments from a
-        random half and scores from the other half.
+        ``docs/paper_figure.md``). ``"half"``: the paper's analysis device, moments from
+        a random half and scores from the other half.
     n_starts : int, optional
         O-NCM random starts (default ``4000 d``).
     tau : float, optional
-        Keep eigenpairs with ``lam >= 1 - tau`` (true ones have ``lam = 1/sqrt(P(h_i=1))``).
+        Keep eigenpairs with ``lam >= 1 - tau`` (the true ones have
+        ``lam = 1/sqrt(P(h_i=1)) >= 1``; the paper takes ``tau = O(n^-1/2)``).
     binary_tol : float, optional
         Algorithm 1: a candidate is binary when every ``|v^T x_j - b_j| <= binary_tol``.
     near_pairs : bool, optional
@@ -422,9 +425,9 @@ def fit_binary_latent(
         (:func:`admixspec.tensor.near_eigenpairs`). A true eigenpair with a small
         Newton-stability margin can vanish from the sample tensor (it collides with a
         neighbour); it leaves such a near-zero minimum. Not part of the seed paper (pass
-        ``False`` for the paper's Algorithm 2); on by default because it was more accurate
-        in every realisation measured (``docs/paper_figure.md``), at about twice the
-        eigenpair cost.
+        ``False`` for the paper's Algorithm 2); on by default because it was as accurate
+        or more in every realisation measured (``docs/paper_figure.md``), at about twice
+        the eigenpair cost.
     near_residual : float, optional
         Residual threshold for ``near_pairs`` (relative to ``max(1, ||T||_F)``).
     seed : None, int or numpy.random.Generator
@@ -579,8 +582,9 @@ def wls_step(X, W, sigma: float, *, n_keep: int = 6) -> np.ndarray:
     """One weighted least-squares step (the paper's appendix; Spectral+WLS).
 
     For each sample keep the ``n_keep`` binary ``h`` with the highest Gaussian likelihood
-    ``exp(-||x - W^T h||^2 / (2 sigma^2))``, weight them by their normalised likelihoods, and
-    solve the weighted least squares ``min_W sum_j sum_k Pi_kj ||x_j - W^T h_kj||^2``.
+    ``exp(-||x - W^T h||^2 / (2 sigma^2))``, weight them by their normalised likelihoods,
+    and solve the weighted least squares
+    ``min_W sum_j sum_k Pi_kj ||x_j - W^T h_kj||^2``.
 
     Parameters
     ----------
@@ -626,8 +630,8 @@ def fit_als(X, d: int, *, tol: float = 1e-2, max_iter: int = 200, seed=None):
     """Alternating least squares from a random binary start (the paper's appendix ALS).
 
     Iterates ``W = argmin ||X - H W||`` and ``H = argmin_{H binary} ||X - H W||`` (exact,
-    over all ``2^d`` patterns per sample) until ``||W_k - W_{k-1}||_F < tol`` (the authors'
-    code used ``tol = 1e-2``).
+    over all ``2^d`` patterns per sample) until ``||W_k - W_{k-1}||_F < tol`` (the
+    authors' code used ``tol = 1e-2``).
 
     Parameters
     ----------

@@ -7,15 +7,16 @@ A symmetric tensor ``T`` of shape ``(d, d, d)`` has an eigenpair ``(u, lam)`` wh
 
 :func:`eigenpairs` computes them with the orthogonal Newton correction method (O-NCM;
 Jaffe, Weiss & Nadler 2017, "Newton correction methods for computing real eigenpairs of
-symmetric tensors", SIAM J. Matrix Anal. Appl.) run from many random starts at once: every
-array operation acts on all active starts together, so there is no Python loop per start.
+symmetric tensors", SIAM J. Matrix Anal. Appl.) run from many random starts at once:
+every array operation acts on all active starts together, so there is no Python loop per
+start.
 Each O-NCM step moves ``u`` inside the tangent space of the sphere,
 
     u <- normalise(u + U a),   a = -H_p(u)^{-1} U^T g(u),
 
-where ``g(u) = T(I,u,u) - T(u,u,u) u``, ``U`` is an orthonormal basis of ``u``'s orthogonal
-complement and ``H_p(u) = U^T (2 T(I,I,u) - lam I) U`` is the projected Jacobian of ``g``
-(the seed paper's eq. proj_hessian). We solve the equivalent bordered system
+where ``g(u) = T(I,u,u) - T(u,u,u) u``, ``U`` is an orthonormal basis of the orthogonal
+complement of ``u`` and ``H_p(u) = U^T (2 T(I,I,u) - lam I) U`` is the projected Jacobian
+of ``g`` (the seed paper's eq. proj_hessian). We solve the equivalent bordered system
 ``[[2T(I,I,u) - lam I, u], [u^T, 0]] [s; mu] = [-g; 0]`` (``s = U a``), which avoids
 building ``U``. An eigenpair is *Newton-stable* when ``H_p`` has full rank ``d - 1``;
 Newton-stable pairs are attracting fixed points of O-NCM with quadratic convergence.
@@ -347,8 +348,9 @@ def eigenpairs(
     max_iter : int, optional
         Iteration limit per start.
     residual_tol : float, optional
-        A start has converged when ``||T(I,u,u) - lam u|| <= residual_tol * max(1, ||T||_F)``;
-        only converged starts are reported.
+        A start has converged when
+        ``||T(I,u,u) - lam u|| <= residual_tol * max(1, ||T||_F)``; only converged starts
+        are reported.
     dedup_tol : float, optional
         Two converged vectors are one pair when ``min ||u -+ u'|| < dedup_tol``
         (i.e. ``|u.u'| > 1 - dedup_tol**2 / 2``; the default 1e-4 is far tighter than the
@@ -489,7 +491,7 @@ def new_pairs(reference: TensorEigenpairs, other: TensorEigenpairs, *,
 
 
 def _tangent_basis(U):
-    """Orthonormal bases of the complements of the rows of U: (p, d, d-1) (Householder)."""
+    """Orthonormal bases (p, d, d-1) of the complements of U's rows (Householder)."""
     p, d = U.shape
     w = U.copy()
     w[:, 0] += np.where(w[:, 0] >= 0, 1.0, -1.0)
@@ -511,12 +513,12 @@ def near_eigenpairs(
     """Local minima of ``||g(u)||`` on the sphere, ``g(u) = T(I,u,u) - T(u,u,u) u``.
 
     Exact eigenpairs are the zeros of ``g``. When a tensor is perturbed (e.g. estimated
-    from finite samples), two eigenpairs whose Newton-stability margin is smaller than the
-    perturbation can collide and vanish; they leave a local minimum of ``||g||`` with a
-    small but nonzero residual close to where they were. This routine finds such minima
+    from finite samples), two eigenpairs whose Newton-stability margin is smaller than
+    the perturbation can collide and vanish; they leave a local minimum of ``||g||`` with
+    a small but nonzero residual close to where they were. This routine finds such minima
     by a batched Levenberg-Marquardt iteration in the tangent space (Gauss-Newton on
-    ``||P_u g(u)||^2``), from random starts. It is an addition to the seed paper's method,
-    not part of it.
+    ``||P_u g(u)||^2``), from random starts. It is an addition to the seed paper's
+    method, not part of it.
 
     Parameters
     ----------

@@ -49,7 +49,8 @@ def main(argv=None):
                 f"max residual {r.residuals.max():.1e}; all Newton-stable "
                 f"{bool(r.stable.all())}; min stability margin {r.margins.min():.2e}; "
                 f"new in 2nd half of starts {r.n_new_second_half}; rerun (seed 2, "
-                f"{sec2:.2f} s) adds {new_pairs(r, r2).size}, misses {new_pairs(r2, r).size}",
+                f"{sec2:.2f} s) adds {new_pairs(r, r2).size}, "
+                f"misses {new_pairs(r2, r).size}",
                 flush=True,
             )
         data = simulate_binary_latent(100_000, d=6, m=30, sigma=0.4, seed=args.seed)

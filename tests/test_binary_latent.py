@@ -20,7 +20,7 @@ from admixspec.exceptions import UsageError
 
 
 def _rigid_data(d=5, m=12, n_random=300, seed=0):
-    """sigma = 0 data whose H contains every e_i and e_i + e_j (rigid, paper eq. rigid)."""
+    """sigma = 0 data whose H holds every e_i and e_i + e_j (rigid: paper eq. rigid)."""
     rng = np.random.default_rng(seed)
     eye = np.eye(d)
     rows = [eye[i] for i in range(d)]

@@ -50,10 +50,9 @@ class TestHelpers:
     def test_multilinear__matches_einsum(self):
         rng = np.random.default_rng(1)
         T = rng.standard_normal((4, 4, 4))
-        A, B, C = rng.standard_normal((4, 2)), rng.standard_normal((4, 3)), rng.standard_normal((4, 5))
-        np.testing.assert_allclose(
-            multilinear(T, A, B, C), np.einsum("abc,ai,bj,ck->ijk", T, A, B, C), atol=1e-12
-        )
+        A, B, C = (rng.standard_normal((4, k)) for k in (2, 3, 5))
+        want = np.einsum("abc,ai,bj,ck->ijk", T, A, B, C)
+        np.testing.assert_allclose(multilinear(T, A, B, C), want, atol=1e-12)
         u = rng.standard_normal(4)
         np.testing.assert_allclose(
             multilinear(T, np.eye(4), u, u), np.einsum("abc,b,c->a", T, u, u), atol=1e-12
