@@ -21,7 +21,7 @@ Usage::
 
     python benchmarks/paper_simulation.py            # 20 realisations per point
     python benchmarks/paper_simulation.py --full     # 50
-    python benchmarks/paper_simulation.py --quick    # smoke run (2 realisations, small n)
+    python benchmarks/paper_simulation.py --quick    # smoke run: 2 realisations, small n
     python benchmarks/paper_simulation.py --study candidates --reps 10
 
 Outputs ``docs/figures/paper_fig2.csv``, ``docs/figures/paper_fig2.png`` (and
@@ -80,7 +80,8 @@ def run_methods(X, H, W, sigma, d, rng, als_max_iter, near=False):
         Ws = fit.W
         out["Spectral"] = (w_error(W, Ws), time.perf_counter() - t)
         t = time.perf_counter()
-        out["Spectral+WLS"] = (w_error(W, wls_step(X, Ws, sigma)), time.perf_counter() - t)
+        err = w_error(W, wls_step(X, Ws, sigma))
+        out["Spectral+WLS"] = (err, time.perf_counter() - t)
     except Exception as exc:  # a failed fit is recorded, not fatal
         print(f"  spectral failed: {exc}", file=sys.stderr)
         out["Spectral"] = out["Spectral+WLS"] = (np.nan, np.nan)
@@ -110,7 +111,8 @@ def figure2(args):
         for n in ns:
             W, a, R = fixed if args.params == "fixed" else draw_params(rng, d, m)
             data = simulate_binary_latent(n, sigma=0.4, W=W, a=a, R=R, seed=rng)
-            res = run_methods(data.X, data.H, W, 0.4, d, rng, args.als_max_iter, args.near)
+            res = run_methods(data.X, data.H, W, 0.4, d, rng, args.als_max_iter,
+                              args.near)
             for meth, (err, sec) in res.items():
                 rows.append(dict(panel="n", rep=rep, n=n, sigma=0.4, method=meth,
                                  error=err, seconds=sec))
@@ -123,8 +125,8 @@ def figure2(args):
             for meth, (err, sec) in res.items():
                 rows.append(dict(panel="sigma", rep=rep, n=args.n_sigma, sigma=s,
                                  method=meth, error=err, seconds=sec))
-        print(f"realisation {rep + 1}/{args.reps} done, {time.perf_counter() - t0:.0f} s",
-              flush=True)
+        sec = time.perf_counter() - t0
+        print(f"realisation {rep + 1}/{args.reps} done, {sec:.0f} s", flush=True)
         write_csv(rows, args.out.with_suffix(".csv"))
     summarise(rows, args)
 
@@ -152,7 +154,9 @@ def table(rows, panel, key):
     nfail = {meth: [] for meth in present}
     for meth in present:
         for x in xs:
-            e = np.array([r["error"] for r in sel if r["method"] == meth and r[key] == x])
+            e = np.array(
+                [r["error"] for r in sel if r["method"] == meth and r[key] == x]
+            )
             ok = e[np.isfinite(e)]
             mean[meth].append(ok.mean() if ok.size else np.nan)
             med[meth].append(np.median(ok) if ok.size else np.nan)
@@ -169,20 +173,26 @@ def summarise(rows, args):
     ns, mean_n, med_n, fail_n = table(rows, "n", "n")
     ss, mean_s, med_s, fail_s = table(rows, "sigma", "sigma")
     reps = max(r["rep"] for r in rows) + 1
-    print(f"\nFigure 2 reproduction, {reps} realisations per point, params={args.params}")
+    print(f"\nFigure 2 reproduction, {reps} realisations per point, "
+          f"params={args.params}")
     print("\nerror vs n (sigma = 0.4): mean [median]")
     meths = list(mean_n)
     for i, n in enumerate(ns):
         print(f"  n={int(n):>8d} " + "  ".join(
             f"{m}={mean_n[m][i]:.3g}[{med_n[m][i]:.3g}]" for m in meths)
-            + (f"  spectral failures={fail_n['Spectral'][i]}" if fail_n['Spectral'][i] else ""))
+            + (f"  spectral failures={fail_n['Spectral'][i]}"
+               if fail_n["Spectral"][i] else ""))
     print("\nerror vs sigma (n = %d): mean [median]" % args.n_sigma)
     for i, s in enumerate(ss):
         print(f"  sigma={s:.1f} " + "  ".join(
             f"{m}={mean_s[m][i]:.3g}[{med_s[m][i]:.3g}]" for m in meths))
+    big = ns >= 1e4
     for meth in meths:
-        print(f"log-log slope of mean error vs n, {meth}: {slope(ns, np.array(mean_n[meth])):.3f}"
-              f" (median: {slope(ns, np.array(med_n[meth])):.3f})")
+        mn, md = np.array(mean_n[meth]), np.array(med_n[meth])
+        print(f"log-log slope of error vs n, {meth}: all n: mean {slope(ns, mn):.3f}, "
+              f"median {slope(ns, md):.3f}; "
+              f"n >= 1e4: mean {slope(ns[big], mn[big]):.3f}, "
+              f"median {slope(ns[big], md[big]):.3f}")
     sm = {m: np.array(mean_s[m]) for m in meths}
     low = ss <= 0.4 + 1e-9
     high = ss >= 0.6 - 1e-9
@@ -203,7 +213,8 @@ def plot(ns, mean_n, ss, mean_s, args):
              "Spectral+near": "-og"}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, x, ys, xl in ((axes[0], ns, mean_n, "sample size n  (sigma = 0.4)"),
-                          (axes[1], ss, mean_s, f"noise level sigma  (n = {args.n_sigma:g})")):
+                          (axes[1], ss, mean_s,
+                           f"noise level sigma  (n = {args.n_sigma:g})")):
         for meth in ys:
             kw = {"color": "0.5"} if meth == "ALS" else {}
             if meth == "Spectral+near":
@@ -214,7 +225,8 @@ def plot(ns, mean_n, ss, mean_s, args):
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(loc="lower left")
     reps = args.reps
-    fig.suptitle(f"Seed paper Fig. 2 reproduced: d=6, m=30, mean over {reps} realisations")
+    fig.suptitle(f"Seed paper Fig. 2 reproduced: d=6, m=30, "
+                 f"mean over {reps} realisations")
     fig.tight_layout()
     path = args.out.with_suffix(".png")
     fig.savefig(path, dpi=110)
@@ -246,7 +258,8 @@ def candidates_study(args):
                                             near_pairs=split.endswith("near"))
                 D = np.linalg.norm(fit.candidates[:, None, :] - V_true.T[None], axis=2)
                 present = int(np.sum(D.min(axis=0) < 0.05))
-                chosen = bool(sorted(D.argmin(axis=0).tolist()) == sorted(fit.selected.tolist()))
+                nearest = sorted(D.argmin(axis=0).tolist())
+                chosen = bool(nearest == sorted(fit.selected.tolist()))
                 ratio = w_error(data.W, fit.W) / oracle
                 rows.append(dict(setting=setting, rep=rep, split=split, present=present,
                                  all_selected=chosen and present == d, ratio=ratio,
@@ -272,15 +285,19 @@ def main(argv=None):
     p.add_argument("--study", choices=["figure2", "candidates"], default="figure2")
     p.add_argument("--reps", type=int, default=None, help="realisations per point (20)")
     p.add_argument("--full", action="store_true", help="50 realisations per point")
-    p.add_argument("--quick", action="store_true", help="smoke run: 2 realisations, small n")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: 2 realisations, small n")
     p.add_argument("--params", choices=["fixed", "per-run"], default="fixed")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--als-max-iter", type=int, default=100)
-    p.add_argument("--threads", type=int, default=1, help="BLAS threads (shared machine)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="BLAS threads (shared machine)")
     p.add_argument("--near", action="store_true",
-                   help="also run Spectral+near (near-eigenpair candidates; not in the paper)")
+                   help="also run Spectral+near (near-eigenpair candidates; "
+                   "not in the paper)")
     p.add_argument("--from-csv", type=Path, default=None,
-                   help="only summarise and plot an existing CSV (e.g. of an interrupted run)")
+                   help="only summarise and plot an existing CSV "
+                   "(e.g. of an interrupted run)")
     p.add_argument("--out", type=Path, default=FIGDIR / "paper_fig2")
     args = p.parse_args(argv)
     args.ns = [1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
