@@ -7,7 +7,7 @@ import admixspec.model as model
 from admixspec import UsageError, simulate_balding_nichols
 from admixspec.likelihood import loglikelihood
 from admixspec.metrics import q_error
-from admixspec.model import check_K, fit_admixture, refinement_decision
+from admixspec.model import check_K, fit_admixture, rare_allele_share, refinement_decision
 
 from .reference import simulate_structured
 
@@ -85,10 +85,24 @@ class TestFitAdmixture:
 class TestRefinementDecision:
     def test_anchors_in_every_component__refine(self):
         Q = np.array([[0.95, 0.05], [0.02, 0.98], [0.5, 0.5]])
-        assert refinement_decision(Q)[0]
+        assert refinement_decision(Q, 0.5)[0]
 
     def test_component_without_anchor__keep_spectral(self):
         Q = np.array([[0.95, 0.05], [0.3, 0.7], [0.5, 0.5]])
-        refine, reason = refinement_decision(Q)
+        refine, reason = refinement_decision(Q, 0.5)
         assert not refine
         assert "[1]" in reason
+
+    def test_few_rare_alleles__refine(self):
+        Q = np.array([[0.95, 0.05], [0.3, 0.7], [0.5, 0.5]])
+        refine, reason = refinement_decision(Q, 0.05)
+        assert refine
+        assert "minor allele frequency" in reason
+
+    def test_rare_allele_share__counts_low_frequency_polymorphic_snps(self):
+        dosage = np.zeros((20, 4), dtype=np.int8)  # 40 alleles per SNP
+        dosage[0, 0] = 1  # 1/40 = 2.5%: rare
+        dosage[:5, 1] = 1  # 5/40 = 12.5%
+        dosage[:, 2] = 2  # monomorphic: not counted
+        dosage[:10, 3] = 1  # 25%
+        assert rare_allele_share(dosage) == pytest.approx(1 / 3)
