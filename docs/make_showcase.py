@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     prefix = args.workdir / "1kg"
     if not args.skip_run:
         command = [
-            "admixspec", "run", str(BED), "-K", args.K, "--out", str(prefix),
+            sys.executable, "-m", "admixspec", "run", str(BED), "-K", args.K, "--out", str(prefix),
             "--seed", str(args.seed), "-j", str(args.threads), *args.extra,
         ]
         if args.cv:
