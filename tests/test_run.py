@@ -1,0 +1,84 @@
+"""``admixspec run``: outputs, determinism, input agreement and usage errors."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from admixspec.cli import main
+from admixspec.io import read_q
+from admixspec.metrics import q_error
+
+from .conftest import DATA
+
+BED = str(DATA / "example.bed")
+VCF = str(DATA / "example.vcf.gz")
+
+
+def _bytes(prefix, kind):
+    return Path(f"{prefix}.3.{kind}").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def run_fixture(tmp_path_factory):
+    """One default run of K = 3 on the bundled example."""
+    out = tmp_path_factory.mktemp("run") / "example"
+    assert main(["run", BED, "-K", "3", "--out", str(out), "-q"]) == 0
+    return out
+
+
+class TestOutputs:
+    def test_writes_admixture_files(self, run_fixture):
+        Q = read_q(f"{run_fixture}.3.Q")
+        assert Q.shape == (60, 3)
+        np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-5)
+        lines = Path(f"{run_fixture}.3.P").read_text().splitlines()
+        assert len(lines) == 10_000 and len(lines[0].split()) == 3
+
+    def test_log_and_json_report_the_path_and_loglik(self, run_fixture):
+        log = Path(f"{run_fixture}.3.log").read_text()
+        record = json.loads(Path(f"{run_fixture}.3.json").read_text())
+        assert f"Loglikelihood: {record['loglik']:.6f}" in log
+        assert f"Estimator: {record['path']}" in log
+        assert record["path"] in ("spectral", "spectral+ml", "ml-fallback")
+        assert record["version"] and record["seed"] == 43
+        assert "spectral" in record["timings"]
+
+    def test_estimate_is_close_to_truth(self, run_fixture):
+        truth = read_q(DATA / "example.truth.Q")
+        assert q_error(truth, read_q(f"{run_fixture}.3.Q")) < 0.03
+
+    def test_same_seed__byte_identical_q_and_p(self, run_fixture, tmp_path):
+        again = tmp_path / "again"
+        assert main(["run", BED, "-K", "3", "--out", str(again), "-q"]) == 0
+        for kind in ("Q", "P"):
+            assert _bytes(again, kind) == _bytes(run_fixture, kind)
+
+    def test_vcf_and_plink__identical_q(self, run_fixture, tmp_path):
+        from_vcf = tmp_path / "vcf"
+        assert main(["run", VCF, "-K", "3", "--out", str(from_vcf), "-q"]) == 0
+        assert _bytes(from_vcf, "Q") == _bytes(run_fixture, "Q")
+
+    def test_projection_onto_fitted_p__reproduces_q(self, run_fixture, tmp_path):
+        projected = tmp_path / "projected"
+        args = ["run", BED, "-K", "3", "--project", f"{run_fixture}.3.P",
+                "--out", str(projected), "-q"]
+        assert main(args) == 0
+        fitted = read_q(f"{run_fixture}.3.Q")
+        assert np.mean(np.abs(read_q(f"{projected}.3.Q") - fitted)) < 0.01
+
+
+class TestUsageErrors:
+    @pytest.mark.parametrize("K", ["0", "60"])
+    def test_bad_K__one_line_exit_2(self, K, tmp_path, capsys):
+        status = main(["run", BED, "-K", K, "--out", str(tmp_path / "x")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert status == 2
+        assert len(err) >= 1 and err[-1].startswith("admixspec: error: K")
+        assert not list(tmp_path.iterdir())
+
+    def test_missing_input__exit_1(self, tmp_path, capsys):
+        status = main(["run", str(tmp_path / "none.bed"), "-K", "2"])
+        assert status == 1
+        assert "none" in capsys.readouterr().err
