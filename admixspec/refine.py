@@ -240,8 +240,12 @@ def accelerated_em(
             fixed.apply(Qx)
         return Qx, Px
 
+    last = [time.perf_counter()]
+
     def report(stage, t0, ll, prev, nb):
-        info = IterationInfo(len(history) + 1, stage, time.perf_counter() - t0, ll,
+        now = time.perf_counter()
+        elapsed, last[0] = now - last[0], now
+        info = IterationInfo(len(history) + 1, stage, elapsed, ll,
                              ll - prev if np.isfinite(prev) else float("nan"), nb)
         history.append(info)
         if logger.isEnabledFor(logging.INFO):
