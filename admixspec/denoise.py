@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse.linalg
 
 from .moments import ThirdMomentTerms
 from .tensor import symmetrize
@@ -28,14 +29,28 @@ __all__ = [
 ]
 
 
-def _top_eigenpairs(matrix, K):
-    """Largest-K eigenpairs of a symmetric matrix, descending."""
+#: Above this size the top eigenpairs come from Lanczos iterations (eigsh).
+_DENSE_LIMIT = 400
+
+
+def _top_eigenpairs(matrix, K, start=None):
+    """Largest-K (algebraic) eigenpairs of a symmetric matrix, descending.
+
+    Dense ``eigh`` for small matrices; Lanczos (``scipy.sparse.linalg.eigsh``,
+    O(m^2) per iteration, warm-started from ``start``) for large ones.
+    """
     m = matrix.shape[0]
-    values, vectors = scipy.linalg.eigh(matrix, subset_by_index=(m - K, m - 1))
+    if m <= _DENSE_LIMIT or K >= m - 1:
+        values, vectors = scipy.linalg.eigh(matrix, subset_by_index=(m - K, m - 1))
+    else:
+        v0 = None if start is None else start.sum(axis=1)
+        values, vectors = scipy.sparse.linalg.eigsh(matrix, k=K, which="LA", v0=v0, tol=1e-12)
+        order = np.argsort(values)
+        values, vectors = values[order], vectors[:, order]
     return values[::-1], vectors[:, ::-1]
 
 
-def complete_diagonal(M2, K, *, tol=1e-10, max_iter=500):
+def complete_diagonal(M2, K, *, tol=1e-9, max_iter=300):
     """Fill the diagonal of ``M2`` so that the matrix is (close to) rank K.
 
     Iterates: top-K eigenpairs ``(lambda_i, v_i)`` of the current matrix ``R``;
@@ -72,8 +87,9 @@ def complete_diagonal(M2, K, *, tol=1e-10, max_iter=500):
     R = np.array(M2, dtype=float, copy=True)
     diagonal = np.diag(R).copy()
     n_iter = 0
+    vectors = None
     for n_iter in range(1, max_iter + 1):
-        values, vectors = _top_eigenpairs(R, K)
+        values, vectors = _top_eigenpairs(R, K, vectors)
         new_diagonal = np.einsum("ik,k,ik->i", vectors, values, vectors)
         change = np.linalg.norm(new_diagonal - diagonal)
         np.fill_diagonal(R, new_diagonal)
