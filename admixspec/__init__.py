@@ -3,6 +3,8 @@
 Public API (everything else is internal and may change).
 """
 
+__version__ = "0.1.0"
+
 from .binary_latent import (
     BinaryLatentResult,
     fit_als,
@@ -20,16 +22,16 @@ from .genotypes import MISSING, Genotypes
 from .io import read_genotypes, read_p, read_q, write_p, write_q
 from .likelihood import loglikelihood
 from .metrics import match_components, q_error
+from .model import AdmixtureResult, fit_admixture
 from .plot import align_components, ancestry_palette, plot_ancestry, plot_cv
 from .project import SupervisedResult, fit_supervised, project
 from .refine import IterationInfo, MLResult, fit_ml, format_iteration, format_summary
 from .simulate import SimulatedData, simulate_admixture, simulate_balding_nichols
 from .tensor import TensorEigenpairs, eigenpairs
 
-__version__ = "0.1.0"
-
 __all__ = [
     "AdmixspecError",
+    "AdmixtureResult",
     "BinaryLatentResult",
     "BootstrapResult",
     "CVResult",
@@ -51,6 +53,7 @@ __all__ = [
     "check_K",
     "cross_validate",
     "eigenpairs",
+    "fit_admixture",
     "fit_als",
     "fit_binary_latent",
     "fit_ml",

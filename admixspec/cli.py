@@ -612,8 +612,8 @@ def _fit_one(args, genotypes, K, log):
 
 
 def run_run(args: argparse.Namespace) -> int:
+    from .filters import check_K
     from .io import output_path, write_json, write_p, write_q, write_text
-    from .model import check_K
 
     Ks = sorted(set(_flat(args.K)))
     genotypes = read_genotypes_from_args(args)

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import __version__
 from .exceptions import UsageError
+from .filters import check_K
 from .likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
 from .mlinit import p_given_q
 from .refine import MLResult, fit_ml
@@ -42,7 +43,6 @@ from .spectral import (
 
 __all__ = [
     "AdmixtureResult",
-    "check_K",
     "fit_admixture",
     "rare_allele_share",
     "refinement_decision",
@@ -94,23 +94,6 @@ class AdmixtureResult:
     timings: dict = field(default_factory=dict)
     diagnostics: dict = field(default_factory=dict)
     history: list = field(default_factory=list)
-
-
-def check_K(K, n_individuals: int) -> int:
-    """Validate the number of ancestral populations.
-
-    Raises
-    ------
-    UsageError
-        If ``K < 1`` or ``K >= n_individuals``.
-    """
-    if int(K) != K or K < 1:
-        raise UsageError(f"K must be a positive integer, got {K}")
-    if K >= n_individuals:
-        raise UsageError(
-            f"K={K} needs more individuals than components; the data have {n_individuals}"
-        )
-    return int(K)
 
 
 def rare_allele_share(dosage) -> float:

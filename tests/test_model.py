@@ -7,23 +7,9 @@ import admixspec.model as model
 from admixspec import UsageError, simulate_balding_nichols
 from admixspec.likelihood import loglikelihood
 from admixspec.metrics import q_error
-from admixspec.model import check_K, fit_admixture, rare_allele_share, refinement_decision
+from admixspec.model import fit_admixture, rare_allele_share, refinement_decision
 
 from .reference import simulate_structured
-
-
-class TestCheckK:
-    @pytest.mark.parametrize("K", [0, -1, 2.5])
-    def test_rejects_non_positive_or_fractional(self, K):
-        with pytest.raises(UsageError, match="positive integer"):
-            check_K(K, 10)
-
-    def test_rejects_K_at_least_individuals(self):
-        with pytest.raises(UsageError, match="needs more individuals"):
-            check_K(10, 10)
-
-    def test_accepts_valid(self):
-        assert check_K(3, 10) == 3
 
 
 class TestFitAdmixture:
@@ -76,6 +62,11 @@ class TestFitAdmixture:
         assert result.path == "ml-fallback"
         assert "fallback_reason" in result.diagnostics
         assert q_error(sim.Q, result.Q) < 0.03
+
+    @pytest.mark.parametrize("K", [0, 5])
+    def test_invalid_K__is_a_usage_error(self, K):
+        with pytest.raises(UsageError, match="K must be"):
+            fit_admixture(np.zeros((5, 5), dtype=np.int8), K)
 
     def test_invalid_refine__is_a_usage_error(self):
         with pytest.raises(UsageError, match="refine"):
