@@ -342,7 +342,8 @@ def fit_admixture(
         raise UsageError(f"refine must be 'auto', True or False, got {refine!r}")
     G = check_dosage(genotypes)
     m, n = G.shape
-    K = check_K(K, m)
+    check_K(K, m)
+    K = int(K)
     timings: dict = {}
     diagnostics: dict = {"version": __version__}
     start = time.perf_counter()
