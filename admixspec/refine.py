@@ -378,7 +378,7 @@ def _squarem_phase(em, clean, Q, P, ll_prev, best, tol, max_iter, update_p, hist
                    report):
     """Guarded SQUAREM (S3) with backtracking; 2-3 passes per iteration."""
     ll_prev = -np.inf
-    step_max = 4.0
+    step_max = 1e6
     converged = False
     ll = -np.inf
     small = 0
@@ -402,7 +402,7 @@ def _squarem_phase(em, clean, Q, P, ll_prev, best, tol, max_iter, update_p, hist
             Pj = _jump(P, P1, P2, alpha) if update_p else P
             Qj, Pj = clean(Qj, Pj)
             Q3, P3, llj = em(Qj, Pj)
-            if llj >= ll1:
+            if llj >= ll0:
                 Q, P = Q3, P3
                 accepted = True
                 if alpha <= -step_max + 1e-9:

@@ -68,6 +68,13 @@ def main(argv=None):
         K = cfg.pop("K")
         sim = admixspec.simulate_balding_nichols(cfg.pop("n_individuals"),
                                                  cfg.pop("n_snps"), K, **cfg)
+        # fastmixture refuses monomorphic SNPs: drop them for both tools
+        G0 = sim.genotypes.dosage
+        obs = np.where(G0 >= 0, G0, 0).sum(axis=0)
+        n_obs = 2 * (G0 >= 0).sum(axis=0)
+        keep = (obs > 0) & (obs < n_obs)
+        sim.genotypes = sim.genotypes.subset(snps=np.flatnonzero(keep))
+        sim.P = sim.P[keep]
         G = sim.genotypes.dosage
         print(f"\n== {name}: {G.shape[0]} x {G.shape[1]}, K={K}, threads={args.threads}",
               flush=True)
