@@ -604,6 +604,11 @@ def _fit_one(args, genotypes, K, log):
     for key in ("refine_reason", "fallback_reason"):
         if key in d:
             log.add(f"{key.replace('_', ' ').capitalize()}: {d[key]}")
+    if result.n_iter:
+        log.add(
+            f"Converged in {result.n_iter} iterations" if result.converged else
+            f"Not converged: stopped at the iteration limit ({result.n_iter} iterations)"
+        )
     record = {
         "path": result.path, "n_iter": result.n_iter, "converged": result.converged,
         "timings": result.timings, "diagnostics": d,

@@ -384,6 +384,8 @@ def fit_admixture(
             diagnostics["p_iterations"] = int(n_p)
     if ml is not None:
         Q, P, loglik = ml.Q, ml.P, ml.loglik
+        if not np.isfinite(loglik):  # the engine's record of an unfinished fit
+            loglik = loglikelihood(G, Q, P, threads=threads)
         timings["likelihood"] = float(ml.timings.get("total", 0.0))
     timings["total"] = time.perf_counter() - start
     logger.info("K=%d: %s estimate, log-likelihood %.6f", K, path, loglik)

@@ -365,12 +365,15 @@ def spectral_scan(
             local_maxima=int(result.details["local_maxima"]),
             score=window_score(result),
         )
+        if not np.isfinite(entry["score"]):
+            entry["score"] = None  # JSON has no infinity
         result.details["max_frequency"] = float(end)
         if progress is not None:
+            score = "none" if entry["score"] is None else f"{entry['score']:.3f}"
             progress(
                 f"window MAF <= {end:g}: {n_window} SNPs, {entry['eigenpairs']} eigenpairs, "
-                f"{entry['local_maxima']} local maxima, score {entry['score']:.3f}"
+                f"{entry['local_maxima']} local maxima, score {score}"
             )
-        if best is None or entry["score"] < window_score(best):
+        if best is None or window_score(result) < window_score(best):
             best = result
     return best, scan
