@@ -126,7 +126,7 @@ def rare_allele_share(dosage) -> float:
 RARE_SHARE_THRESHOLD = 0.25
 
 
-def refinement_decision(Q, rare_share, *, anchor_threshold=0.9,
+def refinement_decision(Q, rare_share, *, anchor_threshold=0.95,
                         rare_threshold=RARE_SHARE_THRESHOLD):
     """Whether maximum likelihood should refine a spectral estimate.
 
