@@ -46,7 +46,10 @@ def run_fastmixture(exe, sim, K, threads, workdir):
     if proc.returncode != 0:
         return None, proc.stderr[-500:] + proc.stdout[-500:]
     Q = np.loadtxt(f"{out}.K{K}.s1.Q")
-    P = np.loadtxt(f"{out}.K{K}.s1.P")
+    # fastmixture's P is the frequency of the .bim column-5 allele (A1); ours
+    # (and ADMIXTURE's) is of column 6 (checked on HapMap3: 1 - P reproduces
+    # fastmixture's printed log-likelihood)
+    P = 1.0 - np.loadtxt(f"{out}.K{K}.s1.P")
     return (Q, P, dt), proc.stdout
 
 
