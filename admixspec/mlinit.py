@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .likelihood import P_MAX, P_MIN, project_q
+from .search import project_rows_to_simplex
 
 __all__ = ["allele_frequencies", "p_given_q", "q_given_p", "random_init", "svd_init"]
 
@@ -87,18 +88,6 @@ def _randomized_svd(G, f, rank, *, n_power, rng):
     return U[:, :rank], S[:rank], Uz[:, :rank]
 
 
-def _project_simplex_rows(Q: np.ndarray) -> np.ndarray:
-    """Euclidean projection of each row onto the probability simplex."""
-    m, K = Q.shape
-    u = -np.sort(-Q, axis=1)
-    css = np.cumsum(u, axis=1) - 1.0
-    idx = np.arange(1, K + 1)
-    cond = u - css / idx > 0
-    rho = K - 1 - np.argmax(cond[:, ::-1], axis=1)
-    theta = css[np.arange(m), rho] / (rho + 1.0)
-    return np.maximum(Q - theta[:, None], 0.0)
-
-
 def svd_init(G: np.ndarray, K: int, *, seed=None, n_power: int = 4,
              als_iter: int = 500, als_tol: float = 1e-5):
     """Start (Q, P) from a truncated SVD plus constrained alternating least squares.
@@ -144,7 +133,7 @@ def svd_init(G: np.ndarray, K: int, *, seed=None, n_power: int = 4,
         PtP = P.T @ P
         rhs = np.outer(np.ones(m), f @ P) + Us @ (V.T @ P)
         Q = np.linalg.solve(PtP, rhs.T).T
-        return _project_simplex_rows(Q)
+        return project_rows_to_simplex(Q)
 
     Q = q_step(P)
     for _ in range(als_iter):
@@ -207,4 +196,4 @@ def q_given_p(G: np.ndarray, P: np.ndarray) -> np.ndarray:
         X += f[j0 : j0 + _CHUNK]
         XP += X @ P[j0 : j0 + X.shape[1]]
     Q = np.linalg.solve(P.T @ P, XP.T).T
-    return project_q(_project_simplex_rows(Q))
+    return project_q(project_rows_to_simplex(Q))
