@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from .likelihood import P_MAX, P_MIN, project_q
+from .moments import frequency_blocks
 from .search import project_rows_to_simplex
+from .spectral import allele_counts
 
 __all__ = ["allele_frequencies", "p_given_q", "q_given_p", "random_init", "svd_init"]
 
@@ -35,16 +37,9 @@ def allele_frequencies(G: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray, float64, shape (n_snps,)
     """
-    n = G.shape[1]
-    f = np.empty(n)
-    for j0 in range(0, n, _CHUNK):
-        block = G[:, j0 : j0 + _CHUNK]
-        obs = block >= 0
-        count = obs.sum(axis=0)
-        total = np.where(obs, block, 0).sum(axis=0, dtype=np.int64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f[j0 : j0 + _CHUNK] = np.where(count > 0, total / (2.0 * count), 0.5)
-    return f
+    counted, observed = allele_counts(G)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(observed > 0, counted / observed, 0.5)
 
 
 def _centred_block(G, f, j0):
@@ -168,15 +163,11 @@ def p_given_q(G: np.ndarray, Q: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray, float64, shape (n_snps, K)
     """
-    f = allele_frequencies(G)
     Q = np.asarray(Q, dtype=np.float64)
     pinv = np.linalg.pinv(Q)  # (K, m)
-    n = G.shape[1]
-    P = np.empty((n, Q.shape[1]))
-    for j0 in range(0, n, _CHUNK):
-        X = _centred_block(G, f, j0).astype(np.float64)
-        X += f[j0 : j0 + _CHUNK]
-        P[j0 : j0 + X.shape[1]] = (pinv @ X).T
+    P = np.empty((G.shape[1], Q.shape[1]))
+    for positions, x in frequency_blocks(G, block_size=_CHUNK):
+        P[positions] = (pinv @ x).T
     return np.clip(P, P_MIN, P_MAX)
 
 
@@ -187,13 +178,9 @@ def q_given_p(G: np.ndarray, P: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray, float64, shape (n_individuals, K)
     """
-    f = allele_frequencies(G)
     P = np.asarray(P, dtype=np.float64)
-    m, n = G.shape
-    XP = np.zeros((m, P.shape[1]))
-    for j0 in range(0, n, _CHUNK):
-        X = _centred_block(G, f, j0).astype(np.float64)
-        X += f[j0 : j0 + _CHUNK]
-        XP += X @ P[j0 : j0 + X.shape[1]]
+    XP = np.zeros((G.shape[0], P.shape[1]))
+    for positions, x in frequency_blocks(G, block_size=_CHUNK):
+        XP += x @ P[positions]
     Q = np.linalg.solve(P.T @ P, XP.T).T
     return project_q(project_rows_to_simplex(Q))

@@ -64,8 +64,10 @@ def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=DEFA
         if missing.any():
             if fill is None:
                 observed = ~missing
-                counts = np.maximum(observed.sum(axis=0), 1)
-                means = np.where(observed, x, 0.0).sum(axis=0) / counts
+                counts = observed.sum(axis=0)
+                totals = np.where(observed, x, 0.0).sum(axis=0)
+                # a SNP with no call at all carries no information: 0.5
+                means = np.where(counts > 0, totals / np.maximum(counts, 1), 0.5)
                 x = np.where(missing, means[None, :], x)
             else:
                 x = np.where(missing, fill(index[positions]), x)
