@@ -96,7 +96,7 @@ class AdmixtureResult:
     history: list = field(default_factory=list)
 
 
-def rare_allele_share(dosage) -> float:
+def rare_allele_share(dosage, *, counts=None) -> float:
     """Share of polymorphic SNPs whose sample minor-allele frequency is <= 5%.
 
     The spectral estimator is exact when counted alleles are private to one
@@ -109,12 +109,14 @@ def rare_allele_share(dosage) -> float:
     Parameters
     ----------
     dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
+    counts : tuple of numpy.ndarray, optional
+        :func:`admixspec.spectral.allele_counts` of ``dosage``, if already computed.
 
     Returns
     -------
     float
     """
-    counted, observed = allele_counts(dosage)
+    counted, observed = allele_counts(dosage) if counts is None else counts
     minor = np.minimum(counted, observed - counted)
     polymorphic = minor > 0
     if not np.any(polymorphic):
@@ -210,11 +212,11 @@ def _p_given_q(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None):
     return P, float(loglik), passes
 
 
-def _single_population(G):
-    counted, observed = allele_counts(G)
+def _single_population(counts, n_individuals):
+    counted, observed = counts
     frequency = counted / np.maximum(observed, 1)
     P = np.clip(frequency, P_MIN, P_MAX)[:, None]
-    Q = np.ones((G.shape[0], 1))
+    Q = np.ones((n_individuals, 1))
     return Q, P
 
 
@@ -234,7 +236,7 @@ def _model_fill(G, Q):
     return fill
 
 
-def _spectral(G, K, *, windows, n_starts, seed, timings, diagnostics):
+def _spectral(G, K, *, counts, windows, n_starts, seed, timings, diagnostics):
     """Run the window scan; return Q or None (with the reason in diagnostics).
 
     With missing genotypes the scan runs twice: first with each missing call
@@ -251,6 +253,7 @@ def _spectral(G, K, *, windows, n_starts, seed, timings, diagnostics):
     def scan(fill=None):
         return spectral_scan(
             G, K, sample=sample, rescore_sample=rescore, windows=windows, fill=fill,
+            counts=counts,
             min_snps=min(_MIN_MOMENT_SNPS, max(2 * K, n // 10)), n_starts=n_starts,
             seed=seed, progress=logger.info,
         )
@@ -347,14 +350,15 @@ def fit_admixture(
     timings: dict = {}
     diagnostics: dict = {"version": __version__}
     start = time.perf_counter()
+    counts = allele_counts(G)  # one pass, shared by every stage below
     if K == 1:
-        Q, P = _single_population(G)
+        Q, P = _single_population(counts, m)
         loglik = loglikelihood(G, Q, P, threads=threads)
         timings["total"] = time.perf_counter() - start
         return AdmixtureResult(Q, P, loglik, 1, "single-population", timings=timings,
                                diagnostics=diagnostics)
 
-    Q = _spectral(G, K, windows=windows, n_starts=n_starts,
+    Q = _spectral(G, K, counts=counts, windows=windows, n_starts=n_starts,
                   seed=seed, timings=timings, diagnostics=diagnostics)
     ml: MLResult | None = None
     if Q is None:
@@ -364,7 +368,7 @@ def fit_admixture(
         ml = fit_ml(G, K, init="svd", tol=tol, max_iter=max_iter, seed=seed,
                     callback=callback, threads=threads)
     else:
-        share = rare_allele_share(G)
+        share = rare_allele_share(G, counts=counts)
         diagnostics["rare_allele_share"] = share
         decision, reason = (
             (refine, "requested") if refine != "auto" else refinement_decision(Q, share)

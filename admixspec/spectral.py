@@ -122,9 +122,7 @@ def snp_sample(dosage, size, rng, *, snps=None):
     block = dosage[:, chosen]
     observed = block >= 0
     g = np.where(observed, block, 0).astype(np.float64)
-    counts = np.maximum(observed.sum(axis=0), 1)
-    means = g.sum(axis=0) / (2.0 * counts)
-    x = np.where(observed, g / 2.0, means[None, :])
+    _, x = next(frequency_blocks(block, block_size=max(len(chosen), 1)))
     return g, observed, x
 
 
@@ -291,6 +289,7 @@ def spectral_scan(
     min_count=2,
     min_snps=200,
     fill=None,
+    counts=None,
     n_starts=None,
     seed=None,
     progress=None,
@@ -316,6 +315,8 @@ def spectral_scan(
         Windows with fewer SNPs are skipped.
     fill, n_starts, seed
         As for :func:`spectral_pass`.
+    counts : tuple of numpy.ndarray, optional
+        :func:`allele_counts` of ``dosage``, if already computed.
     progress : callable, optional
         Called with a one-line message after each window.
 
@@ -327,7 +328,7 @@ def spectral_scan(
     scan : list of dict
         Per window: its end, SNP count, eigenpairs, local maxima, score.
     """
-    counted, observed = allele_counts(dosage)
+    counted, observed = allele_counts(dosage) if counts is None else counts
     snps, flip = rare_allele_snps(counted, observed, min_count=min_count, max_frequency=max(windows))
     minor = np.minimum(counted, observed - counted)[snps] / np.maximum(observed[snps], 1)
     bins = np.searchsorted(np.asarray(windows), minor, side="left")
