@@ -27,6 +27,7 @@ from .plot import align_components, ancestry_palette, plot_ancestry, plot_cv
 from .project import SupervisedResult, fit_supervised, project
 from .refine import IterationInfo, MLResult, fit_ml, format_iteration, format_summary
 from .simulate import SimulatedData, simulate_admixture, simulate_balding_nichols
+from .spectral import KHint, k_hint
 from .tensor import TensorEigenpairs, eigenpairs
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Genotypes",
     "InputError",
     "IterationInfo",
+    "KHint",
     "MISSING",
     "MLResult",
     "SimulatedData",
@@ -61,6 +63,7 @@ __all__ = [
     "fit_supervised",
     "format_iteration",
     "format_summary",
+    "k_hint",
     "loglikelihood",
     "match_components",
     "plot_ancestry",

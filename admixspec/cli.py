@@ -346,7 +346,9 @@ def _add_info_parser(subparsers) -> None:
         description=(
             "Read a VCF/BCF or PLINK input as 'admixspec run' would, and report the "
             "individuals, the variants read, kept and removed (by reason), the "
-            "missingness and the ploidy handling. Exits 1 when fewer than 2 "
+            "missingness, the ploidy handling and a spectral hint for K (the "
+            "largest eigenvalue gap of the denoised second moment, computed on "
+            "at most 20,000 random SNPs). Exits 1 when fewer than 2 "
             "individuals or 2 SNPs remain."
         ),
     )
@@ -401,8 +403,17 @@ def genotype_summary(genotypes) -> dict:
 
 def run_info(args: argparse.Namespace) -> int:
     """Print the summary of one input."""
+    from .spectral import k_hint
+
     genotypes = read_genotypes_from_args(args)
     summary = genotype_summary(genotypes)
+    hint = k_hint(genotypes.dosage, seed=0)
+    summary["k_hint"] = {
+        "K": hint.K,
+        "eigenvalues": hint.eigenvalues.tolist(),
+        "ratios": hint.ratios.tolist(),
+        "snps": hint.n_snps,
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -427,6 +438,7 @@ def run_info(args: argparse.Namespace) -> int:
     if details:
         lines.append("                  " + ", ".join(f"{k}: {v}" for k, v in details.items()))
     lines.append(f"counted allele:   {summary['counted_allele']}")
+    lines.append(f"spectral K hint:  {hint.describe()}; choose K with 'run --cv'")
     print("\n".join(lines))
     return 0
 
@@ -535,7 +547,7 @@ class _RunLog:
         return "\n".join(self.lines) + "\n"
 
 
-def _run_header(args, genotypes) -> list[str]:
+def _run_header(args, genotypes, hint) -> list[str]:
     lines = [
         f"admixspec {__version__}",
         f"Command: {command_line(args._argv)}",
@@ -543,7 +555,7 @@ def _run_header(args, genotypes) -> list[str]:
         f"Input: {args.input}",
         f"Size of G: {genotypes.n_individuals}x{genotypes.n_snps}",
     ]
-    return lines + _filter_lines(genotypes)
+    return lines + _filter_lines(genotypes) + [f"Spectral K hint: {hint.describe()}"]
 
 
 def _fit_one(args, genotypes, K, log):
@@ -619,6 +631,7 @@ def _fit_one(args, genotypes, K, log):
 def run_run(args: argparse.Namespace) -> int:
     from .filters import check_K
     from .io import output_path, write_json, write_p, write_q, write_text
+    from .spectral import k_hint
 
     Ks = sorted(set(_flat(args.K)))
     genotypes = read_genotypes_from_args(args)
@@ -628,9 +641,11 @@ def run_run(args: argparse.Namespace) -> int:
     if Path(prefix).parent != Path("."):
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     cv_errors = {}
+    hint = k_hint(genotypes.dosage, seed=args.seed)
+    logger.info("Spectral K hint: %s", hint.describe())
     for K in Ks:
         start = time.perf_counter()
-        log = _RunLog(_run_header(args, genotypes))
+        log = _RunLog(_run_header(args, genotypes, hint))
         logger.info("K=%d: fitting", K)
         Q, P, loglik, record = _fit_one(args, genotypes, K, log)
         log.add(f"Loglikelihood: {loglik:.6f}")
@@ -662,7 +677,7 @@ def run_run(args: argparse.Namespace) -> int:
             version=__version__, command=command_line(args._argv), K=K, seed=args.seed,
             input=args.input, n_individuals=genotypes.n_individuals,
             n_snps=genotypes.n_snps, loglik=loglik, seconds=seconds,
-            filters=genotypes.filter_log,
+            filters=genotypes.filter_log, k_hint=hint.K,
         )
         write_json(output_path(prefix, K, "json"), record)
         logger.info("K=%d: wrote %s.%d.{Q,P,log,json} (%.1f s)", K, prefix, K, seconds)

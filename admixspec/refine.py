@@ -412,6 +412,10 @@ def _squarem_phase(em, clean, Q, P, ll_prev, best, tol, max_iter, update_p, hist
             step_max = max(4.0, step_max / 2.0)
         if not accepted:
             Q, P = Q2, P2
+    if not np.isfinite(ll):
+        # the iteration limit was used up before this phase ran: report the
+        # log-likelihood of the iterate returned
+        _, _, ll = em(Q, P)
     return Q, P, float(ll), len(history), converged, history
 
 

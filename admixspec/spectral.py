@@ -38,7 +38,9 @@ from .tensor import TensorEigenpairs, eigenpairs
 
 __all__ = [
     "SpectralPass",
+    "KHint",
     "allele_counts",
+    "k_hint",
     "rare_allele_snps",
     "snp_sample",
     "spectral_pass",
@@ -378,3 +380,89 @@ def spectral_scan(
         if best is None or window_score(result) < window_score(best):
             best = result
     return best, scan
+
+
+@dataclass
+class KHint:
+    """Number of ancestral populations suggested by the spectrum of M2.
+
+    Attributes
+    ----------
+    K : int
+        Suggested K: the position of the largest eigenvalue ratio
+        ``lambda_k / lambda_{k+1}`` for ``k >= 2`` of the denoised second
+        moment (``K = 1`` when no ratio exceeds ``min_ratio``).
+    eigenvalues : numpy.ndarray, shape (k_max + 1,)
+        Leading eigenvalues of the denoised M2, descending, divided by the
+        first.
+    ratios : numpy.ndarray, shape (k_max - 1,)
+        ``lambda_k / lambda_{k+1}`` for ``k = 2 .. k_max``.
+    n_snps : int
+        SNPs the moment was computed from.
+    """
+
+    K: int
+    eigenvalues: np.ndarray
+    ratios: np.ndarray
+    n_snps: int
+
+    def describe(self) -> str:
+        """One line for logs, e.g. ``K = 3 (eigenvalue ratios k=2: 1.9, k=3: 8.1, ...)``."""
+        shown = ", ".join(f"k={k}: {r:.1f}" for k, r in enumerate(self.ratios[:6], start=2))
+        return (
+            f"K = {self.K} (largest eigenvalue gap of the denoised M2 over "
+            f"{self.n_snps} SNPs; lambda_k/lambda_k+1 {shown or 'n/a'})"
+        )
+
+
+def k_hint(dosage, *, k_max=10, max_snps=20_000, min_ratio=1.5, seed=None) -> KHint:
+    """Suggest K from the eigenvalue gap of the diagonal-completed second moment.
+
+    With ``x = g/2`` the population second moment ``E[x x^T] = Q E[p p^T] Q^T``
+    has rank K; binomial noise only inflates its diagonal, which
+    :func:`admixspec.denoise.complete_diagonal` replaces. The suggested K is
+    where consecutive eigenvalues drop the most (the first eigenvalue, which
+    carries the mean allele frequency, is left out of the ratios, so the
+    hint is at least 2 unless no ratio exceeds ``min_ratio``). A hint, not a
+    test: linkage, relatedness and fine structure add eigenvalues, so choose
+    K with ``--cv`` and use this to pick the range.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (m, n)
+        Copies of the counted allele, -1 for missing.
+    k_max : int
+        Largest K considered (capped at ``m - 2``).
+    max_snps : int
+        SNPs drawn at random for the moment (all when fewer).
+    min_ratio : float
+        Smallest eigenvalue ratio counted as a gap.
+    seed : int, optional
+        Seed of the SNP draw.
+
+    Returns
+    -------
+    KHint
+
+    Examples
+    --------
+    >>> from admixspec import simulate_balding_nichols
+    >>> sim = simulate_balding_nichols(60, 5000, 3, fst=0.2, alpha=0.3, seed=2)
+    >>> k_hint(sim.genotypes.dosage, seed=0).K
+    3
+    """
+    m, n = dosage.shape
+    k_max = min(int(k_max), m - 2)
+    rng = np.random.default_rng(seed)
+    snps = np.sort(rng.choice(n, size=min(n, max_snps), replace=False))
+    if k_max < 2:  # too few individuals for a gap
+        return KHint(1, np.ones(1), np.empty(0), len(snps))
+    second = second_moments(frequency_blocks(dosage, snps=snps)).M2
+    completed, _ = complete_diagonal(second, k_max)
+    values = np.linalg.eigvalsh(completed)[::-1][: k_max + 1]
+    values = values / values[0]
+    floor = np.finfo(float).eps
+    ratios = values[1:k_max] / np.maximum(values[2 : k_max + 1], floor)
+    best = int(np.argmax(ratios))
+    K = best + 2 if ratios[best] >= min_ratio else 1
+    return KHint(K, values, ratios, len(snps))

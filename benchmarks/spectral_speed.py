@@ -55,6 +55,8 @@ def main(argv=None):
     parser.add_argument("--alpha", type=float, default=1.0)
     parser.add_argument("--length", type=float, default=35e6)
     parser.add_argument("--snps", type=int, default=100_000)
+    parser.add_argument("--max-iter", type=int, default=10_000,
+                        help="EM iteration limit (the run must converge to count)")
     parser.add_argument("--huge", action="store_true")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -71,9 +73,10 @@ def main(argv=None):
     print(f"spectral: {t_spectral:.1f} s, Q error {q_error(sim.Q, spectral.Q):.4f}, "
           f"loglik {spectral.loglik:.1f}, timings {spectral.timings}", flush=True)
     clock = time.perf_counter()
-    ml = fit_ml(G, 4, init="random", seed=1, threads=args.threads)
+    ml = fit_ml(G, 4, init="random", seed=1, threads=args.threads, max_iter=args.max_iter)
     t_ml = time.perf_counter() - clock
-    print(f"ML EM (random start): {t_ml:.1f} s, {ml.n_iter} iterations, Q error "
+    print(f"ML EM (random start): {t_ml:.1f} s, {ml.n_iter} iterations "
+          f"({'converged' if ml.converged else 'NOT converged'}), Q error "
           f"{q_error(sim.Q, ml.Q):.4f}, loglik {ml.loglik:.1f}", flush=True)
     print(f"speed-up {t_ml / t_spectral:.1f}x; Q error ratio spectral/ML "
           f"{q_error(sim.Q, spectral.Q) / q_error(sim.Q, ml.Q):.2f}")

@@ -118,6 +118,8 @@ class TestInfo:
         assert "individuals:      60 kept, 0 removed" in out
         assert "variants:         10000 read, 10000 kept" in out
         assert "ploidy:" in out and "missing calls:" in out
+        # the example has 3 simulated ancestral populations
+        assert "spectral K hint:  K = 3 " in out
 
     def test_info__json_reports_filters(self, capsys):
         code, out, _ = run(
@@ -131,6 +133,7 @@ class TestInfo:
         assert summary["variants_kept"] == 10_000 - removed
         assert removed > 0
         assert summary["ploidy"]["haploid_as_homozygous"] == 0
+        assert summary["k_hint"]["K"] == 3
 
     def test_info__keep_file(self, tmp_path, capsys):
         keep = tmp_path / "keep.txt"

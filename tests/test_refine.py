@@ -63,6 +63,15 @@ class TestFitML:
                          max_iter=2)
         assert not res.converged and res.n_iter == 2
 
+    def test_fit_ml__limit_reached_in_mini_batch_phase_reports_true_loglik(
+        self, sim_fixture
+    ):
+        G = sim_fixture.genotypes.dosage
+        with pytest.warns(ConvergenceWarning):
+            res = fit_ml(G, 3, init="random", seed=0, max_iter=1, batches=4)
+        assert res.history[0].stage == "EM-batch"
+        assert res.loglik == pytest.approx(loglikelihood(G, res.Q, res.P), rel=1e-12)
+
     def test_fit_ml__callback_gets_every_iteration(self, sim_fixture):
         seen = []
         res = fit_ml(sim_fixture.genotypes.dosage, 3, seed=0, callback=seen.append)

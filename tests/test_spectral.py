@@ -10,6 +10,7 @@ from admixspec.metrics import q_error
 from admixspec.search import infeasibility, project_rows_to_simplex, q_from_candidates
 from admixspec.spectral import (
     allele_counts,
+    k_hint,
     rare_allele_snps,
     snp_sample,
     spectral_pass,
@@ -108,3 +109,28 @@ class TestSearchCriteria:
     def test_simplex_projection__fixes_points_on_simplex(self, Y):
         on_simplex = Y / Y.sum(axis=1, keepdims=True)
         np.testing.assert_allclose(project_rows_to_simplex(on_simplex), on_simplex, atol=1e-12)
+
+
+class TestKHint:
+    @pytest.mark.parametrize("K", [2, 3, 4, 5, 6])
+    @pytest.mark.parametrize("alpha", [0.2, 1.0])
+    def test_k_hint__finds_the_simulated_K(self, K, alpha):
+        # Balding-Nichols, F_ST 0.1: the gap sat at the true K with ratio >= 3.5
+        # for K = 2..6 at m = 200, 50k SNPs (measured); smaller data here
+        from admixspec import simulate_balding_nichols
+
+        sim = simulate_balding_nichols(150, 20_000, K, fst=0.1, alpha=alpha, seed=K)
+        hint = k_hint(sim.genotypes.dosage, seed=0)
+        assert hint.K == K
+        assert hint.ratios[K - 2] == hint.ratios.max()
+
+    def test_k_hint__unstructured_data_gives_no_gap(self):
+        rng = np.random.default_rng(3)
+        p = rng.uniform(0.05, 0.95, 5000)
+        dosage = rng.binomial(2, p, size=(80, 5000)).astype(np.int8)
+        assert k_hint(dosage, seed=0).K == 1
+
+    def test_k_hint__same_seed_same_hint(self):
+        dosage = _simulate("private", m=40, n=3000, K=2, seed=1)[0]
+        a, b = k_hint(dosage, seed=5), k_hint(dosage, seed=5)
+        assert a.K == b.K and np.array_equal(a.eigenvalues, b.eigenvalues)
