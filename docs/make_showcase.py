@@ -18,12 +18,11 @@ Timings depend on the machine and on its load; the table records them as measure
 
 The committed figure was made with::
 
-    python docs/make_showcase.py --threads 2 -- -C 1 --max-iter 100
+    NUMBA_NUM_THREADS=1 python docs/make_showcase.py --threads 1 --cv 5
 
-i.e. the EM refinement stopped at a log-likelihood gain below 1 (on a
-log-likelihood of about -2e7) or after 100 iterations, to fit the run into the
-time available on a shared, heavily loaded 2-core machine; the ``converged``
-column of ``1kg_showcase.tsv`` says which K reached the stopping rule.
+i.e. every K run to ADMIXTURE's stopping rule (log-likelihood gain < 1e-4, at most
+1000 iterations) with 5-fold cross-validation; the ``converged`` column of
+``1kg_showcase.tsv`` says which K reached the stopping rule.
 """
 
 from __future__ import annotations

@@ -54,6 +54,9 @@ class TestCrossValidate:
 
 @pytest.mark.slow
 class TestCrossValidateStudy:
+    # K = K_true + 1 has flat directions: its full-data fit may stop at max_iter
+    # (ConvergenceWarning), as it would for a user; the CV error still ranks it
+    @pytest.mark.filterwarnings("ignore::admixspec.ConvergenceWarning")
     @pytest.mark.parametrize("K_true", [2, 3, 4, 5])
     def test_cross_validate__picks_true_k_issue_setting(self, K_true):
         sim = simulate_balding_nichols(200, 50_000, K_true, fst=0.1, alpha=0.5,
