@@ -43,6 +43,13 @@ ORDER = ["YRI", "LWK", "ASW", "CEU", "GBR", "FIN", "TSI", "IBS",
          "MXL", "CLM", "PUR", "CHB", "CHS", "JPT"]
 
 
+def _last_gain(log: Path) -> float:
+    """Log-likelihood gain of the last EM iteration in an admixspec run log."""
+    gains = [line.rsplit("(delta):", 1)[1] for line in log.read_text().splitlines()
+             if "(EM)" in line and "(delta):" in line]
+    return float(gains[-1]) if gains else float("nan")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--K", default="2-8", help="K range for admixspec run")
@@ -94,6 +101,7 @@ def main(argv=None) -> int:
     table["path"] = [r.get("path") for r in records]
     table["em_iterations"] = [r.get("n_iter") for r in records]
     table["converged"] = [r.get("converged") for r in records]
+    table["last_gain"] = [_last_gain(Path(f"{prefix}.{K}.log")) for K in table["K"]]
     table.to_csv(
         FIGURES / "1kg_showcase.tsv", sep="\t", index=False, float_format="%.6g"
     )
