@@ -134,9 +134,10 @@ def _em_kernel(G, P, Q, starts, lengths, P_out, Q_acc, n_obs, update_p, want_ll)
                     bb[jj] = hf * fj * r  # (2 - g) / (1 - f)
                     b_sum += bb[jj]
                     count += 1 if observed else 0
-                    u = fj if gf >= 1.0 else 1.0 - fj
-                    v = fj if gf >= 2.0 else 1.0 - fj
-                    prod[jj] *= u * v if observed else 1.0
+                    if want_ll:  # loop-invariant: LLVM unswitches it
+                        u = fj if gf >= 1.0 else 1.0 - fj
+                        v = fj if gf >= 2.0 else 1.0 - fj
+                        prod[jj] *= u * v if observed else 1.0
                 since += 1
                 if want_ll and since == _LOG_EVERY:
                     ll += _flush_logs(prod, L)
@@ -155,9 +156,6 @@ def _em_kernel(G, P, Q, starts, lengths, P_out, Q_acc, n_obs, update_p, want_ll)
                             B[k, jj] += q * bb[jj]
             if want_ll and since > 0:
                 ll += _flush_logs(prod, L)
-            else:
-                for jj in range(L):
-                    prod[jj] = 1.0
             if update_p:
                 for k in range(K):
                     for jj in range(L):
