@@ -293,6 +293,10 @@ def accelerated_em(
         report("EM-batch", t0, ll, ll_prev, nb)
         ll_prev = ll
         Q, P = Q_next, P_next
+    if len(history) >= max_iter:
+        # the mini-batch epochs used up the iteration limit: report the
+        # log-likelihood of the iterate returned
+        return Q, P, engine.loglik(Q, P), len(history), False, history
     if accel == "squarem":
         return _squarem_phase(em, clean, Q, P, ll_prev, best, tol, max_iter, update_p,
                               history, report)
@@ -412,10 +416,6 @@ def _squarem_phase(em, clean, Q, P, ll_prev, best, tol, max_iter, update_p, hist
             step_max = max(4.0, step_max / 2.0)
         if not accepted:
             Q, P = Q2, P2
-    if not np.isfinite(ll):
-        # the iteration limit was used up before this phase ran: report the
-        # log-likelihood of the iterate returned
-        _, _, ll = em(Q, P)
     return Q, P, float(ll), len(history), converged, history
 
 
