@@ -14,8 +14,9 @@ Error: ||W - Pi W_hat||_F^2 / (m d) after Hungarian row matching, averaged over
 realisations (the CSV keeps every realisation, so medians can be taken too).
 Methods: Spectral (Algorithm 2, KS filter, all samples), Spectral+WLS, ALS (random binary
 start), Oracle (least squares with the true H). SHL is not included (see
-docs/paper_figure.md). Added (not in the paper): Spectral+near, Algorithm 2 with the
-near-eigenpair candidates of ``fit_binary_latent(..., near_pairs=True)``.
+docs/paper_figure.md). Added (not in the paper): admixspec, the library's default
+``fit_binary_latent(X, d, sigma)`` (Algorithm 2 plus near-eigenpair candidates,
+candidate polishing and the binary test); ``--paper-only`` leaves it out.
 
 Usage::
 
@@ -50,7 +51,9 @@ from admixspec.binary_latent import (
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGDIR = ROOT / "docs" / "figures"
-METHODS = ("Oracle", "ALS", "Spectral", "Spectral+WLS", "Spectral+near")
+METHODS = ("Oracle", "ALS", "Spectral", "Spectral+WLS", "admixspec")
+# the seed paper's Algorithm 2: none of the library's additions
+PAPER_ALGORITHM = {"near_pairs": False, "polish": False, "binary_test": None}
 
 
 def draw_params(rng, d=6, m=30):
@@ -62,7 +65,7 @@ def draw_params(rng, d=6, m=30):
     return W, a, R
 
 
-def run_methods(X, H, W, sigma, d, rng, als_max_iter, near=False):
+def run_methods(X, H, W, sigma, d, rng, als_max_iter, default=True):
     """Errors and seconds of every method on one data set."""
     out = {}
     t = time.perf_counter()
@@ -76,7 +79,7 @@ def run_methods(X, H, W, sigma, d, rng, als_max_iter, near=False):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = fit_binary_latent(X, d, sigma, near_pairs=False, seed=rng)
+            fit = fit_binary_latent(X, d, sigma, **PAPER_ALGORITHM, seed=rng)
         Ws = fit.W
         out["Spectral"] = (w_error(W, Ws), time.perf_counter() - t)
         t = time.perf_counter()
@@ -85,16 +88,16 @@ def run_methods(X, H, W, sigma, d, rng, als_max_iter, near=False):
     except Exception as exc:  # a failed fit is recorded, not fatal
         print(f"  spectral failed: {exc}", file=sys.stderr)
         out["Spectral"] = out["Spectral+WLS"] = (np.nan, np.nan)
-    if near:
+    if default:
         t = time.perf_counter()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fit = fit_binary_latent(X, d, sigma, near_pairs=True, seed=rng)
-            out["Spectral+near"] = (w_error(W, fit.W), time.perf_counter() - t)
+                fit = fit_binary_latent(X, d, sigma, seed=rng)
+            out["admixspec"] = (w_error(W, fit.W), time.perf_counter() - t)
         except Exception as exc:
-            print(f"  spectral+near failed: {exc}", file=sys.stderr)
-            out["Spectral+near"] = (np.nan, np.nan)
+            print(f"  admixspec default failed: {exc}", file=sys.stderr)
+            out["admixspec"] = (np.nan, np.nan)
     return out
 
 
@@ -112,7 +115,7 @@ def figure2(args):
             W, a, R = fixed if args.params == "fixed" else draw_params(rng, d, m)
             data = simulate_binary_latent(n, sigma=0.4, W=W, a=a, R=R, seed=rng)
             res = run_methods(data.X, data.H, W, 0.4, d, rng, args.als_max_iter,
-                              args.near)
+                              not args.paper_only)
             for meth, (err, sec) in res.items():
                 rows.append(dict(panel="n", rep=rep, n=n, sigma=0.4, method=meth,
                                  error=err, seconds=sec))
@@ -121,7 +124,8 @@ def figure2(args):
         data = simulate_binary_latent(args.n_sigma, sigma=0.0, W=W, a=a, R=R, seed=rng)
         for s in sigmas:
             X = data.X + s * data.noise
-            res = run_methods(X, data.H, W, s, d, rng, args.als_max_iter, args.near)
+            res = run_methods(X, data.H, W, s, d, rng, args.als_max_iter,
+                              not args.paper_only)
             for meth, (err, sec) in res.items():
                 rows.append(dict(panel="sigma", rep=rep, n=args.n_sigma, sigma=s,
                                  method=meth, error=err, seconds=sec))
@@ -200,6 +204,9 @@ def summarise(rows, args):
           bool(np.all(sm["Spectral+WLS"][low] < sm["Spectral"][low])))
     print("Spectral < ALS at every sigma >= 0.6:",
           bool(np.all(sm["Spectral"][high] < sm["ALS"][high])))
+    if "admixspec" in sm:
+        print("admixspec < ALS at every sigma >= 0.6:",
+              bool(np.all(sm["admixspec"][high] < sm["ALS"][high])))
     plot(ns, mean_n, ss, mean_s, args)
 
 
@@ -210,14 +217,14 @@ def plot(ns, mean_n, ss, mean_s, args):
     import matplotlib.pyplot as plt
 
     style = {"Oracle": "-.sk", "ALS": "--x", "Spectral": ":hb", "Spectral+WLS": "-dm",
-             "Spectral+near": "-og"}
+             "admixspec": "-og"}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, x, ys, xl in ((axes[0], ns, mean_n, "sample size n  (sigma = 0.4)"),
                           (axes[1], ss, mean_s,
                            f"noise level sigma  (n = {args.n_sigma:g})")):
         for meth in ys:
             kw = {"color": "0.5"} if meth == "ALS" else {}
-            if meth == "Spectral+near":
+            if meth == "admixspec":
                 kw.update(ms=4, lw=1.0, mfc="none")
             ax.loglog(x, ys[meth], style[meth], label=meth, **{"lw": 1.8, "ms": 7, **kw})
         ax.set_xlabel(xl)
@@ -233,9 +240,15 @@ def plot(ns, mean_n, ss, mean_s, args):
     print(f"wrote {path} and {args.out.with_suffix('.csv')}")
 
 
+# candidates study: the paper's Algorithm 2 with moments on all samples / on half, then
+# the library's additions one by one (near-eigenpairs; polishing; the binary test = the
+# library default)
+VARIANTS = ("none", "half", "none+near", "none+near+polish", "none+near+polish+test")
+
+
 def candidates_study(args):
-    """True-candidate presence/selection and error/oracle: split 'none' vs 'half', and
-    'none' with near-eigenpair candidates. Each realisation draws new (W, a, R)."""
+    """True-candidate presence/selection and error/oracle for each of VARIANTS. Each
+    realisation draws new (W, a, R)."""
     d, m, n, sigma = 6, 30, args.n_sigma, 0.4
     rows = []
     for setting in ("paper", "correlated"):
@@ -251,11 +264,15 @@ def candidates_study(args):
                                           seed=rng)
             oracle = w_error(data.W, fit_oracle(data.X, data.H))
             V_true = np.linalg.pinv(data.W)
-            for split in ("none", "half", "none+near"):
+            for split in VARIANTS:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fit = fit_binary_latent(data.X, d, sigma, split=split[:4], seed=rep,
-                                            near_pairs=split.endswith("near"))
+                    t = time.perf_counter()
+                    fit = fit_binary_latent(
+                        data.X, d, sigma, split=split[:4], seed=rep,
+                        near_pairs="+near" in split, polish="+polish" in split,
+                        binary_test=4.0 if "+test" in split else None)
+                    sec = time.perf_counter() - t
                 D = np.linalg.norm(fit.candidates[:, None, :] - V_true.T[None], axis=2)
                 present = int(np.sum(D.min(axis=0) < 0.05))
                 nearest = sorted(D.argmin(axis=0).tolist())
@@ -263,14 +280,14 @@ def candidates_study(args):
                 ratio = w_error(data.W, fit.W) / oracle
                 rows.append(dict(setting=setting, rep=rep, split=split, present=present,
                                  all_selected=chosen and present == d, ratio=ratio,
-                                 n_eigenpairs=len(fit.eigenpairs)))
+                                 n_eigenpairs=len(fit.eigenpairs), seconds=sec))
                 print(f"{setting:10s} rep={rep} split={split}: true candidates present "
                       f"{present}/{d}, all selected={rows[-1]['all_selected']}, "
                       f"error/oracle={ratio:.3g}", flush=True)
     path = args.out.parent / "paper_candidates.csv"
     write_csv(rows, path)
     for setting in ("paper", "correlated"):
-        for split in ("none", "half", "none+near"):
+        for split in VARIANTS:
             r = [x for x in rows if x["setting"] == setting and x["split"] == split]
             ok = sum(x["all_selected"] and x["ratio"] < 30 for x in r)
             med = np.median([x["ratio"] for x in r])
@@ -292,9 +309,9 @@ def main(argv=None):
     p.add_argument("--als-max-iter", type=int, default=100)
     p.add_argument("--threads", type=int, default=1,
                    help="BLAS threads (shared machine)")
-    p.add_argument("--near", action="store_true",
-                   help="also run Spectral+near (near-eigenpair candidates; "
-                   "not in the paper)")
+    p.add_argument("--paper-only", action="store_true",
+                   help="leave out the library default (admixspec: near-eigenpairs and "
+                   "polishing, not in the paper)")
     p.add_argument("--from-csv", type=Path, default=None,
                    help="only summarise and plot an existing CSV "
                    "(e.g. of an interrupted run)")

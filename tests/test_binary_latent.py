@@ -12,6 +12,7 @@ from admixspec.binary_latent import (
     fit_als,
     fit_binary_latent,
     fit_oracle,
+    polish_candidates,
     simulate_binary_latent,
     w_error,
     wls_step,
@@ -54,11 +55,12 @@ class TestAlgorithm1:
 
 
 class TestAlgorithm2:
-    def test_correlated_h__selects_true_candidates_near_oracle(self):
-        # d = 6, m = 30, sigma = 0.4, n = 1e5. This seed passes; across realisations the
-        # criterion holds only in 4/10 (near-pairs on, 3/10 off): see
-        # `benchmarks/paper_simulation.py --study candidates` and docs/paper_figure.md
-        data = _correlated_data(100_000, seed=0)
+    @pytest.mark.parametrize("seed", [0, 1, 2])
+    def test_correlated_h__selects_true_candidates_near_oracle(self, seed):
+        # d = 6, m = 30, sigma = 0.4, n = 1e5 (the setting). Without polishing
+        # the criterion held in 4/10 realisations: `benchmarks/paper_simulation.py
+        # --study candidates` and docs/paper_figure.md
+        data = _correlated_data(100_000, seed=seed)
         fit = fit_binary_latent(data.X, 6, 0.4, seed=0)
         V_true = np.linalg.pinv(data.W)  # (m, d)
         dist = np.linalg.norm(fit.candidates[:, None, :] - V_true.T[None], axis=2)
@@ -67,6 +69,28 @@ class TestAlgorithm2:
         assert sorted(nearest.tolist()) == sorted(fit.selected.tolist())  # and chosen
         oracle = w_error(data.W, fit_oracle(data.X, data.H))
         assert w_error(data.W, fit.W) < 30 * oracle
+
+    def test_polish__brings_error_near_oracle(self):
+        # the paper's Algorithm 2 is consistent but ~8x the oracle at n = 1e5; polished
+        # candidates are M-estimates of the true ones (1.1-2x the oracle measured)
+        data = _correlated_data(100_000, seed=3)
+        oracle = w_error(data.W, fit_oracle(data.X, data.H))
+        paper = fit_binary_latent(data.X, 6, 0.4, near_pairs=False, polish=False,
+                                  binary_test=None, seed=0)
+        fit = fit_binary_latent(data.X, 6, 0.4, seed=0)
+        assert fit.info["n_polished"] >= 6
+        assert w_error(data.W, fit.W) < 3 * oracle < w_error(data.W, paper.W)
+
+    def test_binary_z__separates_true_from_spurious_candidates(self):
+        # a true candidate's projection is a noisy binary variable (z ~ N(0, 1)); a
+        # spurious one (far from every column of W^+) is not
+        data = simulate_binary_latent(100_000, d=5, m=15, sigma=0.6, seed=21)
+        fit = fit_binary_latent(data.X, 5, 0.6, seed=0)
+        V_true = np.linalg.pinv(data.W).T
+        dist = np.linalg.norm(fit.candidates[:, None] - V_true[None], axis=2).min(axis=1)
+        assert np.all(np.abs(fit.binary_z[dist < 0.05]) < 4)
+        assert np.sum(dist < 0.05) >= 5
+        assert np.all(fit.binary_z[dist > 0.2] > 4)
 
     def test_error_falls_with_n(self):
         errs = []
@@ -126,3 +150,32 @@ class TestBaselines:
         assert w_error(data.W, W) < 3 * oracle
         assert H.shape == (20_000, 3)
         assert set(np.unique(H).tolist()) <= {0.0, 1.0}
+
+
+class TestPolishCandidates:
+    def test_perturbed_true_candidates__return_to_truth(self):
+        data = simulate_binary_latent(50_000, d=4, m=12, sigma=0.3, seed=11)
+        V = np.linalg.pinv(data.W).T  # true candidates as rows
+        basis = np.linalg.pinv(data.W)  # columns span the signal subspace
+        start = V + 0.05 * np.random.default_rng(0).standard_normal(V.shape)
+        polished, moved = polish_candidates(data.X, basis, start, 0.3, seed=0)
+        assert moved.all()
+        before = np.linalg.norm(start - V, axis=1)
+        after = np.linalg.norm(polished - V, axis=1)
+        assert (after < before / 5).all()
+
+    def test_far_start__left_unchanged(self):
+        # a start with no true candidate nearby either converges to some other zero of
+        # the binary residual or is returned as given, never moved further than allowed
+        data = simulate_binary_latent(20_000, d=3, m=8, sigma=0.3, seed=12)
+        basis = np.linalg.pinv(data.W)
+        start = np.random.default_rng(1).standard_normal((20, 8))
+        polished, moved = polish_candidates(data.X, basis, start, 0.3, max_move=0.5)
+        move = np.linalg.norm(polished - start, axis=1) / np.linalg.norm(start, axis=1)
+        assert np.all(move[moved] <= 0.5)
+        assert np.array_equal(polished[~moved], start[~moved])
+
+    def test_needs_positive_sigma(self):
+        data = simulate_binary_latent(100, d=2, m=4, sigma=0.1, seed=0)
+        with pytest.raises(UsageError):
+            polish_candidates(data.X, np.linalg.pinv(data.W), np.zeros((1, 4)), 0.0)
