@@ -299,7 +299,8 @@ class BinaryLatentResult:
     candidate_values : numpy.ndarray, shape (c,)
         Their eigenvalues ``lam``.
     candidate_index : numpy.ndarray, int, shape (c,)
-        Row of each candidate in ``eigenpairs`` (negative for ``near_pairs`` minima).
+        Row of each candidate in ``eigenpairs``; negative for candidates that are not
+        exact eigenpairs (``near_pairs`` minima, then ``random_starts`` minima).
     scores : numpy.ndarray, shape (c,)
         Filter score of each candidate (KS distance, rounding residual, or for
         ``sigma = 0`` the largest distance to {0, 1}); smaller is better.
@@ -537,6 +538,57 @@ def polish_candidates(X, K, candidates, sigma: float, *, max_iter: int = 30,
     return np.where(moved[:, None], polished, C), moved
 
 
+def _near_candidates(T, ep, tau, near_residual, rng):
+    """Near-eigenpairs of T (vectors (k, d), values (k,)) that are not eigenpairs."""
+    near = near_eigenpairs(T, max_residual=near_residual, seed=rng)
+    extra = (near.values >= 1.0 - tau) & (near.residuals > 1e-9)
+    if len(ep) and extra.any():
+        overlap = np.abs(near.vectors @ ep.vectors.T).max(axis=1)
+        extra &= overlap < 1.0 - 0.5e-6
+    return near.vectors[extra], near.values[extra]
+
+
+def _score_candidates(X_score, cand, lam, sigma, score):
+    """Filter scores and binary-residual z-scores of candidates (rows of cand)."""
+    norms = np.linalg.norm(cand, axis=1)
+    # in chunks of candidates: memory O(n * chunk), not O(n * c)
+    chunk = max(1, int(2**24 // max(len(X_score), 1)))
+    scores = np.empty(len(cand))
+    binary_z = np.full(len(cand), np.nan)
+    for s0 in range(0, len(cand), chunk):
+        sl = slice(s0, s0 + chunk)
+        Y = X_score @ cand[sl].T  # (n', chunk)
+        if sigma > 0:
+            binary_z[sl] = _binary_residual_z(Y, sigma**2 * norms[sl] ** 2)
+        if sigma == 0:
+            scores[sl] = np.max(np.abs(Y - np.clip(np.round(Y), 0.0, 1.0)), axis=0)
+        elif score == "ks":
+            scores[sl] = _ks_scores(Y, lam[sl], sigma, norms[sl])
+        else:
+            scores[sl] = _round_scores(Y, norms[sl])
+    return scores, binary_z
+
+
+def _random_start_candidates(X, K, found, sigma, n_starts, z_max, rng):
+    """Binary-residual minima reached from random starts that pass the binary test and
+    are not already among ``found`` (rows); shape (k, m)."""
+    d = K.shape[1]
+    mean_z = X.mean(axis=0) @ K
+    U = rng.standard_normal((d, n_starts))
+    U *= 0.5 / (mean_z @ U)  # scaled so that mean(v^T x) = 1/2
+    starts = (K @ U).T
+    polished, moved = polish_candidates(X, K, starts, sigma, max_move=np.inf, seed=rng)
+    C = polished[moved]
+    mean = X.mean(axis=0) @ C.T
+    C = C[(mean > 0.005) & (mean < 0.995)]
+    if len(C) == 0:
+        return C
+    z = _binary_residual_z(X @ C.T, sigma**2 * np.sum(C * C, axis=1))
+    C = C[z <= z_max]
+    new = ~np.tril(_same_rows(np.vstack([found, C]), 1e-5), k=-1).any(axis=1)[len(found):]
+    return C[new]
+
+
 def _polished(X_mom, X_score, K, cand, lam, index, sigma, rng):
     """Polish candidates, re-derive lam of the moved ones, drop duplicates and
     candidates whose projection is not a proper two-point variable (mean outside
@@ -577,6 +629,7 @@ def fit_binary_latent(
     near_residual: float = 0.005,
     polish: bool = True,
     binary_test: float | None = 4.0,
+    random_starts: int = 50,
     seed=None,
 ) -> BinaryLatentResult:
     """Estimate ``W`` of ``x = W^T h + sigma xi`` by the tensor-eigenpair method.
@@ -634,6 +687,11 @@ def fit_binary_latent(
         the KS distances of true and spurious candidates overlap while the z-scores do
         not (true: |z| < 2.2; spurious: z > 6.7 at sigma = 1, n = 1e5 in the runs of
         ``docs/paper_figure.md``). ``None`` ranks by the score alone (the paper).
+    random_starts : int, optional
+        With ``polish`` and ``binary_test``: when fewer than ``d`` candidates pass the
+        test (a true candidate left no eigenpair or near-eigenpair, as at small n or
+        large sigma), polish ``random_starts * d`` random starts too and add the distinct
+        minima that pass. 0 turns this off.
     seed : None, int or numpy.random.Generator
         For the O-NCM starts and the sample split.
 
@@ -689,32 +747,29 @@ def fit_binary_latent(
 
     K, T = _whitened_moments(X_mom, d, sigma)
     ep = eigenpairs(T, n_starts=n_starts, seed=rng)
+    near_U, near_lam = np.zeros((0, d)), np.zeros(0)
+    if near_pairs and sigma > 0:
+        near_U, near_lam = _near_candidates(T, ep, tau, near_residual, rng)
     keep = np.flatnonzero(ep.values >= 1.0 - tau)
-    if len(keep) < d:
+    if len(keep) + len(near_lam) < d:
         warnings.warn(
-            f"only {len(keep)} eigenpairs with lambda >= 1 - tau; using all "
-            f"{len(ep)} eigenpairs with lambda > 0 as candidates",
+            f"only {len(keep) + len(near_lam)} (near-)eigenpairs with lambda >= 1 - tau; "
+            f"using all {len(ep)} eigenpairs with lambda > 0 as candidates",
             ConvergenceWarning,
             stacklevel=2,
         )
         keep = np.flatnonzero(ep.values > 1e-12)
-    if len(keep) < d:
+    if len(keep) + len(near_lam) < d:
         raise InputError(
-            f"found only {len(keep)} usable tensor eigenpairs, fewer than d = {d}"
+            f"found only {len(keep) + len(near_lam)} usable tensor eigenpairs, fewer "
+            f"than d = {d}"
         )
-    lam = ep.values[keep]
-    U = ep.vectors[keep]
     info = {"n_eigenpairs": len(ep), "n_candidates": len(keep)}
     if near_pairs and sigma > 0:
-        near = near_eigenpairs(T, max_residual=near_residual, seed=rng)
-        extra = (near.values >= 1.0 - tau) & (near.residuals > 1e-9)
-        if len(U) and extra.any():
-            overlap = np.abs(near.vectors @ U.T).max(axis=1)
-            extra &= overlap < 1.0 - 0.5e-6
-        info["n_near_pairs"] = int(extra.sum())
-        U = np.vstack([U, near.vectors[extra]])
-        lam = np.concatenate([lam, near.values[extra]])
-        keep = np.concatenate([keep, -1 - np.arange(int(extra.sum()))])
+        info["n_near_pairs"] = len(near_lam)
+    U = np.vstack([ep.vectors[keep], near_U])
+    lam = np.concatenate([ep.values[keep], near_lam])
+    keep = np.concatenate([keep, -1 - np.arange(len(near_lam))])
     cand = (K @ U.T / lam).T  # (c, m)
     if polish and sigma > 0:
         cand, lam, keep, moved = _polished(X_mom, X_score, K, cand, lam, keep, sigma, rng)
@@ -723,22 +778,21 @@ def fit_binary_latent(
             raise InputError(
                 f"only {len(cand)} distinct candidates after polishing, fewer than d = {d}"
             )
-    norms = np.linalg.norm(cand, axis=1)
-    # scores in chunks of candidates: memory O(n * chunk), not O(n * c)
-    chunk = max(1, int(2**24 // max(len(X_score), 1)))
-    scores = np.empty(len(cand))
-    binary_z = np.full(len(cand), np.nan)
-    for s0 in range(0, len(cand), chunk):
-        sl = slice(s0, s0 + chunk)
-        Y = X_score @ cand[sl].T  # (n', chunk)
-        if sigma > 0:
-            binary_z[sl] = _binary_residual_z(Y, sigma**2 * norms[sl] ** 2)
-        if sigma == 0:
-            scores[sl] = np.max(np.abs(Y - np.clip(np.round(Y), 0.0, 1.0)), axis=0)
-        elif score == "ks":
-            scores[sl] = _ks_scores(Y, lam[sl], sigma, norms[sl])
-        else:
-            scores[sl] = _round_scores(Y, norms[sl])
+    scores, binary_z = _score_candidates(X_score, cand, lam, sigma, score)
+    testing = binary_test is not None and sigma > 0
+    if testing and polish and random_starts and np.sum(binary_z <= binary_test) < d:
+        extra = _random_start_candidates(X_mom, K, cand[binary_z <= binary_test], sigma,
+                                         int(random_starts) * d, binary_test, rng)
+        info["n_random_start"] = len(extra)
+        if len(extra):
+            extra_lam = 1.0 / np.sqrt(X_score.mean(axis=0) @ extra.T)
+            extra_scores, extra_z = _score_candidates(X_score, extra, extra_lam, sigma,
+                                                      score)
+            first_index = min(0, int(keep.min()))
+            keep = np.concatenate([keep, first_index - 1 - np.arange(len(extra))])
+            cand, lam = np.vstack([cand, extra]), np.concatenate([lam, extra_lam])
+            scores = np.concatenate([scores, extra_scores])
+            binary_z = np.concatenate([binary_z, extra_z])
     if sigma == 0:
         binary = np.flatnonzero(scores <= binary_tol)
         info["n_binary"] = len(binary)
@@ -750,7 +804,7 @@ def fit_binary_latent(
                 stacklevel=2,
             )
     order = np.argsort(scores, kind="stable")
-    if binary_test is not None and sigma > 0:
+    if testing:
         # candidates whose binary residual is significantly positive go last
         failed = binary_z[order] > binary_test
         info["n_failed_binary_test"] = int(failed.sum())

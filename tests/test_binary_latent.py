@@ -92,6 +92,20 @@ class TestAlgorithm2:
         assert np.sum(dist < 0.05) >= 5
         assert np.all(fit.binary_z[dist > 0.2] > 4)
 
+    def test_missing_true_candidate__found_from_random_starts(self):
+        # n = 1e4, sigma = 0.8: one true candidate leaves no (near-)eigenpair; only 5
+        # candidates pass the binary test, so random starts are polished too
+        rng = np.random.default_rng([7, 2, 6])
+        data = simulate_binary_latent(10_000, d=6, m=30, sigma=0.8,
+                                      a=rng.uniform(0.2, 0.5, 6), R=0.25 * np.eye(6),
+                                      seed=rng)
+        oracle = w_error(data.W, fit_oracle(data.X, data.H))
+        off = fit_binary_latent(data.X, 6, 0.8, random_starts=0, seed=2)
+        fit = fit_binary_latent(data.X, 6, 0.8, seed=2)
+        assert fit.info["n_random_start"] >= 1
+        assert w_error(data.W, fit.W) < 10 * oracle
+        assert w_error(data.W, off.W) > 100 * oracle
+
     def test_error_falls_with_n(self):
         errs = []
         for n in (3_000, 30_000):
