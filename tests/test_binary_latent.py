@@ -193,3 +193,20 @@ class TestPolishCandidates:
         data = simulate_binary_latent(100, d=2, m=4, sigma=0.1, seed=0)
         with pytest.raises(UsageError):
             polish_candidates(data.X, np.linalg.pinv(data.W), np.zeros((1, 4)), 0.0)
+
+
+class TestLikelihoodSubset:
+    def test_spurious_candidate_ranked_first__swapped_out(self):
+        # more candidates than d pass the binary test; the KS order put a wrong one
+        # (a perturbed copy of a true candidate) among the first d
+        from admixspec.binary_latent import _likelihood_subset
+
+        data = simulate_binary_latent(20_000, d=4, m=12, sigma=0.5, seed=31)
+        V = np.linalg.pinv(data.W).T  # true candidates (rows)
+        wrong = V[3] + 0.3 * V[2]
+        cand = np.vstack([V, wrong])
+        pool = np.array([0, 1, 2, 4, 3])  # the wrong one fourth, the true one fifth
+        chosen, swaps = _likelihood_subset(data.X, cand, pool, 4, 0.5,
+                                           np.random.default_rng(0))
+        assert sorted(chosen.tolist()) == [0, 1, 2, 3]
+        assert swaps == 1
