@@ -617,6 +617,7 @@ def _likelihood_subset(X, cand, pool, d, sigma, rng, max_rows=20_000):
     Starts from the first d of pool and swaps one in, one out while the likelihood on
     a random subsample of at most max_rows rows increases. Returns (indices, swaps).
     """
+    max_rows = min(max_rows, max(1024, 2**22 >> d))  # rows x 2^d patterns <= 4M floats
     if len(X) > max_rows:
         X = X[np.sort(rng.choice(len(X), max_rows, replace=False))]
 
