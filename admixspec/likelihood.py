@@ -79,6 +79,22 @@ def _block_frequencies(Q, i, PT, L, f):
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)
+def _load_block(P, j0, L, PT):
+    """PT[k, jj] = P[j0 + jj, k]: the block's frequencies, SNPs contiguous."""
+    for k in range(P.shape[1]):
+        for jj in range(L):
+            PT[k, jj] = P[j0 + jj, k]
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)
+def _genotype_factor(gf, fj):
+    """P(g | f) without the binomial coefficient, for a dosage gf in {0., 1., 2.}."""
+    u = fj if gf >= 1.0 else 1.0 - fj
+    v = fj if gf >= 2.0 else 1.0 - fj
+    return u * v
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)
 def _flush_logs(prod, L):
     """Sum of log(prod[:L]); resets the products to 1."""
     total = 0.0
@@ -113,9 +129,9 @@ def _em_kernel(G, P, Q, starts, lengths, P_out, Q_acc, n_obs, update_p, want_ll)
         for b in range(t, n_blocks, n_threads):
             j0 = starts[b]
             L = lengths[b]
+            _load_block(P, j0, L, PT)
             for k in range(K):
                 for jj in range(L):
-                    PT[k, jj] = P[j0 + jj, k]
                     A[k, jj] = 0.0
                     B[k, jj] = 0.0
             since = 0
@@ -135,9 +151,7 @@ def _em_kernel(G, P, Q, starts, lengths, P_out, Q_acc, n_obs, update_p, want_ll)
                     b_sum += bb[jj]
                     count += 1 if observed else 0
                     if want_ll:  # loop-invariant: LLVM unswitches it
-                        u = fj if gf >= 1.0 else 1.0 - fj
-                        v = fj if gf >= 2.0 else 1.0 - fj
-                        prod[jj] *= u * v if observed else 1.0
+                        prod[jj] *= _genotype_factor(gf, fj) if observed else 1.0
                 since += 1
                 if want_ll and since == _LOG_EVERY:
                     ll += _flush_logs(prod, L)
@@ -183,18 +197,13 @@ def _loglik_kernel(G, P, Q, starts, lengths, n_threads):
         for b in range(t, n_blocks, n_threads):
             j0 = starts[b]
             L = lengths[b]
-            for k in range(K):
-                for jj in range(L):
-                    PT[k, jj] = P[j0 + jj, k]
+            _load_block(P, j0, L, PT)
             since = 0
             for i in range(m):
                 _block_frequencies(Q, i, PT, L, f)
                 for jj in range(L):
                     g = G[i, j0 + jj]
-                    fj = f[jj]
-                    u = fj if g >= 1 else 1.0 - fj
-                    v = fj if g >= 2 else 1.0 - fj
-                    prod[jj] *= u * v if g >= 0 else 1.0
+                    prod[jj] *= _genotype_factor(np.float64(g), f[jj]) if g >= 0 else 1.0
                 since += 1
                 if since == _LOG_EVERY:
                     ll += _flush_logs(prod, L)
