@@ -47,6 +47,9 @@ __all__ = [
 
 logger = logging.getLogger("admixspec")
 
+# Entries of an (n_samples, candidates) work array processed at a time (32 MiB)
+_CHUNK_ELEMENTS = 2**22
+
 # Tracy-Widom (beta = 1) upper quantiles used by the rank test
 _TW1_QUANTILE = {0.05: 0.9793, 0.01: 2.0234}
 
@@ -410,8 +413,22 @@ def _binary_residual_newton(Z, U, G, sigma, max_iter, tol):
     n, d = Z.shape
     iu = np.triu_indices(d)
     ZZ = Z[:, iu[0]] * Z[:, iu[1]]  # products z_a z_b, a <= b: Hessians by one GEMM
-    s2 = sigma**2
     U = U.copy()
+    converged = np.zeros(U.shape[1], dtype=bool)
+    # columns are independent: a block of them at a time keeps the (n, columns)
+    # work arrays near _CHUNK_ELEMENTS entries
+    width = max(1, _CHUNK_ELEMENTS // max(n, 1))
+    for c0 in range(0, U.shape[1], width):
+        block = slice(c0, c0 + width)
+        U[:, block], converged[block] = _newton_columns(Z, ZZ, iu, U[:, block], G, sigma,
+                                                        max_iter, tol)
+    return U, converged
+
+
+def _newton_columns(Z, ZZ, iu, U, G, sigma, max_iter, tol):
+    """The Newton iterations of :func:`_binary_residual_newton` on one block of columns."""
+    n, d = Z.shape
+    s2 = sigma**2
     active = np.arange(U.shape[1])
     for _ in range(max_iter):
         if active.size == 0:
@@ -559,7 +576,7 @@ def _score_candidates(X_score, cand, lam, sigma, score):
     """Filter scores and binary-residual z-scores of candidates (rows of cand)."""
     norms = np.linalg.norm(cand, axis=1)
     # in chunks of candidates: memory O(n * chunk), not O(n * c)
-    chunk = max(1, int(2**24 // max(len(X_score), 1)))
+    chunk = max(1, _CHUNK_ELEMENTS // max(len(X_score), 1))
     scores = np.empty(len(cand))
     binary_z = np.full(len(cand), np.nan)
     for s0 in range(0, len(cand), chunk):
