@@ -5,7 +5,7 @@ Public API (everything else is internal and may change).
 
 __version__ = "0.1.0"
 
-from .binary_latent import (
+from .spectral.binary_latent import (
     BinaryLatentResult,
     fit_als,
     fit_binary_latent,
@@ -14,21 +14,21 @@ from .binary_latent import (
     w_error,
     wls_step,
 )
-from .bootstrap import BootstrapResult, bootstrap
-from .crossval import CVResult, cross_validate
+from .ml.bootstrap import BootstrapResult, bootstrap
+from .ml.crossval import CVResult, cross_validate
 from .exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
 from .filters import apply_filters, check_K
 from .genotypes import MISSING, Genotypes
 from .io import read_genotypes, read_p, read_q, write_p, write_q
-from .likelihood import loglikelihood
+from .ml.likelihood import loglikelihood
 from .metrics import match_components, q_error
 from .model import AdmixtureResult, fit_admixture
 from .plot import align_components, ancestry_palette, plot_ancestry, plot_cv
-from .project import SupervisedResult, fit_supervised, project
-from .refine import IterationInfo, MLResult, fit_ml, format_iteration, format_summary
+from .ml.project import SupervisedResult, fit_supervised, project
+from .ml.refine import IterationInfo, MLResult, fit_ml, format_iteration, format_summary
 from .simulate import SimulatedData, simulate_admixture, simulate_balding_nichols
-from .spectral import KHint, k_hint
-from .tensor import TensorEigenpairs, eigenpairs
+from .spectral.estimate import KHint, k_hint
+from .spectral.tensor import TensorEigenpairs, eigenpairs
 
 __all__ = [
     "AdmixspecError",

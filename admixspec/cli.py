@@ -403,7 +403,7 @@ def genotype_summary(genotypes) -> dict:
 
 def run_info(args: argparse.Namespace) -> int:
     """Print the summary of one input."""
-    from .spectral import k_hint
+    from .spectral.estimate import k_hint
 
     genotypes = read_genotypes_from_args(args)
     summary = genotype_summary(genotypes)
@@ -538,7 +538,7 @@ class _RunLog:
             logger.info("%s", line)
 
     def iteration(self, info) -> None:
-        from .refine import format_iteration
+        from .ml.refine import format_iteration
 
         self.add(format_iteration(info), echo=False)
         logger.debug("%s", format_iteration(info))
@@ -561,9 +561,9 @@ def _run_header(args, genotypes, hint) -> list[str]:
 def _fit_one(args, genotypes, K, log):
     """One K: returns (Q, P, loglik, record) for the chosen mode."""
     from .model import fit_admixture
-    from .project import fit_supervised, project
-    from .refine import fit_ml, format_summary
-    from .likelihood import loglikelihood
+    from .ml.project import fit_supervised, project
+    from .ml.refine import fit_ml, format_summary
+    from .ml.likelihood import loglikelihood
 
     G = genotypes.dosage
     if args.project:
@@ -631,7 +631,7 @@ def _fit_one(args, genotypes, K, log):
 def run_run(args: argparse.Namespace) -> int:
     from .filters import check_K
     from .io import output_path, write_json, write_p, write_q, write_text
-    from .spectral import k_hint
+    from .spectral.estimate import k_hint
 
     Ks = sorted(set(_flat(args.K)))
     genotypes = read_genotypes_from_args(args)
@@ -650,7 +650,7 @@ def run_run(args: argparse.Namespace) -> int:
         Q, P, loglik, record = _fit_one(args, genotypes, K, log)
         log.add(f"Loglikelihood: {loglik:.6f}")
         if args.cv:
-            from .crossval import cross_validate, format_cv
+            from .ml.crossval import cross_validate, format_cv
 
             cv = cross_validate(genotypes.dosage, K, folds=args.cv, seed=args.seed,
                                 start=(Q, P), threads=args.threads)
@@ -659,7 +659,7 @@ def run_run(args: argparse.Namespace) -> int:
             record["cv_fold_errors"] = cv.fold_errors.tolist()
             log.add(format_cv(K, cv))
         if args.bootstrap:
-            from .bootstrap import bootstrap
+            from .ml.bootstrap import bootstrap
 
             boot = bootstrap(genotypes.dosage, K, Q_ref=Q, P_ref=P,
                              n_replicates=args.bootstrap, seed=args.seed,

@@ -6,11 +6,11 @@ Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
     ``K = 1``: Q is all ones and P the sample allele frequencies, the exact
     maximum-likelihood answer.
 ``spectral``
-    The spectral estimate (:mod:`admixspec.spectral`) with P re-estimated by
+    The spectral estimate (:mod:`admixspec.spectral.estimate`) with P re-estimated by
     maximum likelihood given Q on all SNPs.
 ``spectral+ml``
     The spectral estimate refined by maximising ADMIXTURE's likelihood
-    (:func:`admixspec.refine.fit_ml`) from it.
+    (:func:`admixspec.ml.refine.fit_ml`) from it.
 ``ml-fallback``
     The spectral candidates were insufficient (fewer than K, or a rank-
     deficient moment matrix): maximum likelihood from the SVD start, with the
@@ -31,10 +31,10 @@ import numpy as np
 from . import __version__
 from .exceptions import UsageError
 from .filters import check_K
-from .likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
-from .mlinit import p_given_q
-from .refine import MLResult, fit_ml
-from .spectral import (
+from .ml.likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
+from .ml.initial import p_given_q
+from .ml.refine import MLResult, fit_ml
+from .spectral.estimate import (
     DEFAULT_WINDOWS,
     allele_counts,
     snp_sample,
@@ -110,7 +110,7 @@ def rare_allele_share(dosage, *, counts=None) -> float:
     ----------
     dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
     counts : tuple of numpy.ndarray, optional
-        :func:`admixspec.spectral.allele_counts` of ``dosage``, if already computed.
+        :func:`admixspec.spectral.estimate.allele_counts` of ``dosage``, if already computed.
 
     Returns
     -------
@@ -320,14 +320,14 @@ def fit_admixture(
         EM iteration limit.
     windows : sequence of float
         Upper ends of the minor-allele-frequency windows scanned for the
-        moment SNPs (see :func:`admixspec.spectral.spectral_scan`).
+        moment SNPs (see :func:`admixspec.spectral.estimate.spectral_scan`).
     n_starts : int, optional
         Random starts of the eigenpair solver (default: the solver's).
     threads : int, optional
         Threads for the likelihood kernels and BLAS.
     callback : callable, optional
         Receives each EM iteration's record (see
-        :class:`admixspec.refine.IterationInfo`).
+        :class:`admixspec.ml.refine.IterationInfo`).
 
     Returns
     -------

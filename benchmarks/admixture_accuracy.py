@@ -42,8 +42,8 @@ import numpy as np
 from admixspec import simulate_balding_nichols
 from admixspec.metrics import q_error
 from admixspec.model import fit_admixture
-from admixspec.refine import fit_ml
-from admixspec.spectral import snp_sample, spectral_scan
+from admixspec.ml.refine import fit_ml
+from admixspec.spectral.estimate import snp_sample, spectral_scan
 
 ROOT = Path(__file__).resolve().parent.parent
 

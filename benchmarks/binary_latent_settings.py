@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_simulation import PAPER_ALGORITHM, draw_params  # noqa: E402
 
-from admixspec.binary_latent import (  # noqa: E402
+from admixspec.spectral.binary_latent import (  # noqa: E402
     fit_binary_latent,
     fit_oracle,
     simulate_binary_latent,

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import admixspec
-from admixspec.crossval import cross_validate
+from admixspec.ml.crossval import cross_validate
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "realdata" / "hapmap3_admixture_tutorial"

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from admixspec.binary_latent import (
+from admixspec.spectral.binary_latent import (
     fit_als,
     fit_binary_latent,
     fit_oracle,

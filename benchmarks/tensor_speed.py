@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from admixspec.binary_latent import fit_binary_latent, simulate_binary_latent, w_error
-from admixspec.tensor import eigenpairs, new_pairs, symmetrize
+from admixspec.spectral.binary_latent import fit_binary_latent, simulate_binary_latent, w_error
+from admixspec.spectral.tensor import eigenpairs, new_pairs, symmetrize
 
 
 def main(argv=None):

@@ -1,4 +1,4 @@
-"""Tests of admixspec.binary_latent: Algorithms 1-2 of the seed paper and baselines."""
+"""Tests of admixspec.spectral.binary_latent: Algorithms 1-2 of the seed paper and baselines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from admixspec.binary_latent import (
+from admixspec.spectral.binary_latent import (
     estimate_rank_and_noise,
     fit_als,
     fit_binary_latent,
@@ -199,7 +199,7 @@ class TestLikelihoodSubset:
     def test_spurious_candidate_ranked_first__swapped_out(self):
         # more candidates than d pass the binary test; the KS order put a wrong one
         # (a perturbed copy of a true candidate) among the first d
-        from admixspec.binary_latent import _likelihood_subset
+        from admixspec.spectral.binary_latent import _likelihood_subset
 
         data = simulate_binary_latent(20_000, d=4, m=12, sigma=0.5, seed=31)
         V = np.linalg.pinv(data.W).T  # true candidates (rows)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from admixspec import UsageError, simulate_balding_nichols
-from admixspec.bootstrap import bootstrap
+from admixspec.ml.bootstrap import bootstrap
 
 
 class TestBootstrap:

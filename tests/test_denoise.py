@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from admixspec.denoise import (
+from admixspec.spectral.denoise import (
     complete_diagonal,
     masked_tensor_operator,
     solve_masked_tensor,
     whiten,
 )
-from admixspec.tensor import symmetrize
-from admixspec.moments import (
+from admixspec.spectral.tensor import symmetrize
+from admixspec.spectral.moments import (
     frequency_blocks,
     second_moments,
     whitened_third_moment_terms,

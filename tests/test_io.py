@@ -474,7 +474,7 @@ class TestVcfEqualsPlink:
 def _loglikelihood(dosage: np.ndarray, Q: np.ndarray, P: np.ndarray) -> float:
     """ADMIXTURE's log-likelihood: sum over called g of g log f + (2-g) log(1-f)."""
     try:
-        from admixspec.likelihood import loglikelihood
+        from admixspec.ml.likelihood import loglikelihood
     except ImportError:
         loglikelihood = None
     if loglikelihood is not None:

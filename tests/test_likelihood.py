@@ -3,7 +3,7 @@ import pytest
 
 from admixspec import simulate_balding_nichols
 from admixspec.exceptions import InputError, UsageError
-from admixspec.likelihood import (
+from admixspec.ml.likelihood import (
     P_MAX,
     P_MIN,
     em_step,

@@ -5,7 +5,7 @@ import pytest
 
 import admixspec.model as model
 from admixspec import UsageError, simulate_balding_nichols
-from admixspec.likelihood import loglikelihood
+from admixspec.ml.likelihood import loglikelihood
 from admixspec.metrics import q_error
 from admixspec.model import fit_admixture, rare_allele_share, refinement_decision
 

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from admixspec import InputError, UsageError, simulate_balding_nichols
-from admixspec.project import fit_supervised, project
-from admixspec.refine import fit_ml
+from admixspec.ml.project import fit_supervised, project
+from admixspec.ml.refine import fit_ml
 
 
 @pytest.fixture(scope="module")

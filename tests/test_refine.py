@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from admixspec import ConvergenceWarning, UsageError, q_error, simulate_balding_nichols
-from admixspec.likelihood import loglikelihood
-from admixspec.refine import IterationInfo, fit_ml, format_iteration, format_summary
+from admixspec.ml.likelihood import loglikelihood
+from admixspec.ml.refine import IterationInfo, fit_ml, format_iteration, format_summary
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from admixspec.metrics import q_error
-from admixspec.search import infeasibility, project_rows_to_simplex, q_from_candidates
-from admixspec.spectral import (
+from admixspec.spectral.search import infeasibility, project_rows_to_simplex, q_from_candidates
+from admixspec.spectral.estimate import (
     allele_counts,
     k_hint,
     rare_allele_snps,

@@ -1,4 +1,4 @@
-"""Tests of admixspec.tensor: helpers and the batched O-NCM eigenpair solver."""
+"""Tests of admixspec.spectral.tensor: helpers and the batched O-NCM eigenpair solver."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from admixspec.exceptions import UsageError
-from admixspec.tensor import (
+from admixspec.spectral.tensor import (
     eigenpairs,
     multilinear,
     near_eigenpairs,

@@ -1,10 +1,10 @@
 """Maximum-likelihood fit of ADMIXTURE's model by accelerated EM.
 
 Algorithm (all passes are the fused, SNP-blocked, multi-threaded kernels of
-:mod:`admixspec.likelihood`):
+:mod:`admixspec.ml.likelihood`):
 
-1. **Start** from the given (Q, P), or from :func:`admixspec.mlinit.svd_init`
-   (``init="svd"``, default) or :func:`admixspec.mlinit.random_init`
+1. **Start** from the given (Q, P), or from :func:`admixspec.ml.initial.svd_init`
+   (``init="svd"``, default) or :func:`admixspec.ml.initial.random_init`
    (``init="random"``, the baseline).
 2. **Mini-batch phase** (when the data have enough SNPs): each epoch visits
    the SNP blocks in a random order split into ``B`` batches and, per batch,
@@ -41,7 +41,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .exceptions import ConvergenceWarning, UsageError
+from ..exceptions import ConvergenceWarning, UsageError
 from .likelihood import (
     P_MAX,
     P_MIN,
@@ -51,7 +51,7 @@ from .likelihood import (
     project_q,
     thread_limit,
 )
-from .mlinit import p_given_q, q_given_p, random_init, svd_init
+from .initial import p_given_q, q_given_p, random_init, svd_init
 
 __all__ = [
     "IterationInfo",

@@ -3,13 +3,13 @@
 One *pass* turns a choice of moment SNPs into (Q, P):
 
 1. moments of ``x = g/2`` over the chosen SNPs, streamed in blocks
-   (:mod:`admixspec.moments`), counting each SNP's chosen allele;
+   (:mod:`admixspec.spectral.moments`), counting each SNP's chosen allele;
 2. diagonal completion and whitening of M2, masked least squares for the
-   whitened third moment (:mod:`admixspec.denoise`);
-3. all Newton-stable eigenpairs (:mod:`admixspec.tensor`);
+   whitened third moment (:mod:`admixspec.spectral.denoise`);
+3. all Newton-stable eigenpairs (:mod:`admixspec.spectral.tensor`);
 4. candidates rescaled to sum to one, with range scores
-   (:mod:`admixspec.candidates`);
-5. likelihood-maximising subset search (:mod:`admixspec.search`).
+   (:mod:`admixspec.spectral.candidates`);
+5. likelihood-maximising subset search (:mod:`admixspec.spectral.search`).
 
 Which SNPs feed the moments matters more than anything else: the columns of
 ``W^+`` are eigenvectors exactly when every counted allele is private to one
@@ -420,7 +420,7 @@ def k_hint(dosage, *, k_max=10, max_snps=20_000, min_ratio=1.5, seed=None) -> KH
 
     With ``x = g/2`` the population second moment ``E[x x^T] = Q E[p p^T] Q^T``
     has rank K; binomial noise only inflates its diagonal, which
-    :func:`admixspec.denoise.complete_diagonal` replaces. The suggested K is
+    :func:`admixspec.spectral.denoise.complete_diagonal` replaces. The suggested K is
     where consecutive eigenvalues drop the most (the first eigenvalue, which
     carries the mean allele frequency, is left out of the ratios, so the
     hint is at least 2 unless no ratio exceeds ``min_ratio``). A hint, not a

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .likelihood import P_MAX, P_MIN
+from ..ml.likelihood import P_MAX, P_MIN
 
 __all__ = [
     "SubsetSearchResult",
@@ -149,7 +149,7 @@ def likelihood_scores(vectors, subsets, g, observed, x):
     vectors : numpy.ndarray, shape (c, m)
     subsets : numpy.ndarray of int, shape (b, K)
     g, observed, x : numpy.ndarray, shape (m, s)
-        As returned by :func:`admixspec.spectral.snp_sample`.
+        As returned by :func:`admixspec.spectral.estimate.snp_sample`.
 
     Returns
     -------

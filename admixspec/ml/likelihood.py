@@ -27,7 +27,7 @@ import contextlib
 import numba
 import numpy as np
 
-from .exceptions import InputError, UsageError
+from ..exceptions import InputError, UsageError
 
 __all__ = [
     "P_MAX",
@@ -513,7 +513,7 @@ def prediction_deviance(dosage, Q, P, *, threads=None) -> float:
     ``d(g, mu) = g log(g / mu) + (2 - g) log((2 - g) / (2 - mu))`` with
     ``mu = 2 Q P^T`` and ``0 log 0 = 0``, averaged over observed entries: the
     quantity ADMIXTURE reports as ``CV error`` when taken over held-out entries
-    (see :mod:`admixspec.crossval`).
+    (see :mod:`admixspec.ml.crossval`).
 
     Parameters
     ----------

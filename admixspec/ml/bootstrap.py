@@ -15,9 +15,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .exceptions import UsageError
+from ..exceptions import UsageError
 from .likelihood import check_dosage, loglikelihood
-from .metrics import match_components
+from ..metrics import match_components
 from .refine import fit_ml
 
 __all__ = ["BootstrapResult", "bootstrap"]
@@ -49,7 +49,7 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
     K : int
     Q_ref, P_ref : numpy.ndarray, optional
         Point estimate, shapes (n_individuals, K) and (n_snps, K); fitted by
-        :func:`admixspec.refine.fit_ml` when omitted. Replicates are aligned
+        :func:`admixspec.ml.refine.fit_ml` when omitted. Replicates are aligned
         to ``Q_ref``.
     n_replicates : int
         Number of bootstrap replicates (ADMIXTURE's default 200).

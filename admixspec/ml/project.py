@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .exceptions import ConvergenceWarning, InputError, UsageError
+from ..exceptions import ConvergenceWarning, InputError, UsageError
 from .likelihood import P_MAX, P_MIN, Engine, check_dosage, project_q, thread_limit
-from .mlinit import allele_frequencies, q_given_p
+from .initial import allele_frequencies, q_given_p
 from .refine import MLResult, _Fixed, accelerated_em
 
 __all__ = ["SupervisedResult", "UNKNOWN_LABELS", "fit_supervised", "project"]
@@ -49,7 +49,7 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
     threads : int, optional
         Threads for the kernels.
     callback : callable, optional
-        Receives :class:`admixspec.refine.IterationInfo` per iteration.
+        Receives :class:`admixspec.ml.refine.IterationInfo` per iteration.
 
     Returns
     -------
@@ -125,7 +125,7 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
         individuals to estimate. Component ``k`` is the ``k``-th population
         in order of first appearance.
     tol, max_iter, seed, threads, callback
-        As in :func:`admixspec.refine.fit_ml`.
+        As in :func:`admixspec.ml.refine.fit_ml`.
 
     Returns
     -------

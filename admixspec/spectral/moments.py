@@ -5,7 +5,7 @@ individuals: ``x_j = g_j / 2`` is the column of individual frequencies at SNP
 ``j`` and ``E[x_j | h_j] = W^T h_j`` with ``W = Q^T``. Binomial noise is
 independent across individuals, so moment entries whose indices are all
 distinct are unbiased; the diagonal of ``M2`` and the repeated-index entries
-of ``M3`` are not, and are handled by :mod:`admixspec.denoise`.
+of ``M3`` are not, and are handled by :mod:`admixspec.spectral.denoise`.
 
 Nothing here forms an ``m x m x m`` array: the third moment is only ever
 needed contracted with an ``m x K`` matrix, and every data-sized quantity is a

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp, ndtr
 
-from .exceptions import ConvergenceWarning, InputError, UsageError
+from ..exceptions import ConvergenceWarning, InputError, UsageError
 from .tensor import TensorEigenpairs, eigenpairs, near_eigenpairs, third_moment
 
 __all__ = [
@@ -741,7 +741,7 @@ def fit_binary_latent(
     near_pairs : bool, optional
         For ``sigma > 0``, also use as candidates the local minima of
         ``||T(I,u,u) - T(u,u,u) u||`` with residual ``<= near_residual``
-        (:func:`admixspec.tensor.near_eigenpairs`). A true eigenpair with a small
+        (:func:`admixspec.spectral.tensor.near_eigenpairs`). A true eigenpair with a small
         Newton-stability margin can vanish from the sample tensor (it collides with a
         neighbour); it leaves such a near-zero minimum. Not part of the seed paper (see
         ``polish`` for the paper's Algorithm 2); on by default because it was as accurate

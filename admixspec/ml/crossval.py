@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .exceptions import UsageError
+from ..exceptions import UsageError
 from .likelihood import (
     _deviance_kernel,
     _mask_fold_kernel,
@@ -78,7 +78,7 @@ def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
         Seed of the fold assignment and of the fits.
     fit : callable, optional
         ``fit(dosage_with_fold_masked, K, seed) -> (Q, P)``; default: the ML
-        fit (:func:`admixspec.refine.fit_ml`) started from the full-data
+        fit (:func:`admixspec.ml.refine.fit_ml`) started from the full-data
         estimate, as ADMIXTURE does.
     start : tuple of arrays (Q, P), optional
         Full-data estimate for the default ``fit``; computed when omitted.
