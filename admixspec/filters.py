@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .exceptions import InputError, UsageError
-from .genotypes import MISSING, Genotypes
+from .genotypes import Genotypes, minor_allele_counts, snp_statistics
 
 __all__ = [
     "apply_filters",
@@ -35,48 +35,6 @@ __all__ = [
     "filter_monomorphic",
     "snp_statistics",
 ]
-
-_COLUMN_BLOCK = 8192
-
-
-def snp_statistics(dosage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-SNP call counts and counted-allele sums, per-individual missing counts.
-
-    Streams over blocks of SNP columns, so the temporaries stay small.
-
-    Parameters
-    ----------
-    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
-
-    Returns
-    -------
-    called : int64, shape (n_snps,)
-        Non-missing calls per SNP.
-    allele_sum : int64, shape (n_snps,)
-        Sum of called dosages per SNP (copies of the counted allele).
-    missing_per_individual : int64, shape (n_individuals,)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> called, sums, missing = snp_statistics(np.array([[0, -1], [2, 1]], np.int8))
-    >>> called.tolist(), sums.tolist(), missing.tolist()
-    ([2, 1], [2, 1], [1, 0])
-    """
-    n, m = dosage.shape
-    called = np.empty(m, dtype=np.int64)
-    allele_sum = np.empty(m, dtype=np.int64)
-    missing_rows = np.zeros(n, dtype=np.int64)
-    for start in range(0, m, _COLUMN_BLOCK):
-        block = dosage[:, start : start + _COLUMN_BLOCK]
-        is_missing = block == MISSING
-        called[start : start + block.shape[1]] = n - is_missing.sum(axis=0)
-        allele_sum[start : start + block.shape[1]] = block.sum(axis=0, dtype=np.int64) + (
-            is_missing.sum(axis=0)
-        )  # add back the -1 of each missing call
-        missing_rows += is_missing.sum(axis=1)
-    return called, allele_sum, missing_rows
-
 
 def _log(genotypes: Genotypes, name: str, unit: str, removed: int, reason: str) -> None:
     genotypes.filter_log.append(
@@ -136,8 +94,7 @@ def filter_geno(genotypes: Genotypes, geno: float) -> Genotypes:
 
 def _minor_allele_frequency(genotypes: Genotypes) -> tuple[np.ndarray, np.ndarray]:
     called, allele_sum, _ = snp_statistics(genotypes.dosage)
-    # Minor allele *count* first, so that e.g. 1 of 10 alleles is exactly 0.1.
-    minor = np.minimum(allele_sum, 2 * called - allele_sum)
+    minor = minor_allele_counts(allele_sum, 2 * called)
     return minor / (2.0 * np.maximum(called, 1)), called
 
 

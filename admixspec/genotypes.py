@@ -20,13 +20,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["Genotypes", "MISSING", "VARIANT_COLUMNS"]
+__all__ = [
+    "Genotypes",
+    "MISSING",
+    "VARIANT_COLUMNS",
+    "allele_counts",
+    "filter_lines",
+    "genotype_summary",
+    "minor_allele_counts",
+    "snp_statistics",
+]
 
 #: Dosage value that marks a missing genotype call.
 MISSING: int = -1
 
 #: Columns of :attr:`Genotypes.variants`, in order.
 VARIANT_COLUMNS = ("chrom", "pos", "id", "counted", "other")
+
+#: SNP columns per block when streaming counts (int64 temporaries stay small).
+_COLUMN_BLOCK = 8192
 
 
 @dataclass
@@ -137,3 +149,188 @@ class Genotypes:
             }
         )
         return cls(dosage=array, samples=np.asarray(samples), variants=variants)
+
+
+# --------------------------------------------------------------------------- counts
+
+
+def snp_statistics(dosage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-SNP call counts and counted-allele sums, per-individual missing counts.
+
+    The one pass over the dosages that every allele count in admixspec comes
+    from; it streams over blocks of SNP columns, so the temporaries stay small.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
+
+    Returns
+    -------
+    called : numpy.ndarray, int64, shape (n_snps,)
+        Non-missing calls per SNP.
+    allele_sum : numpy.ndarray, int64, shape (n_snps,)
+        Sum of called dosages per SNP (copies of the counted allele).
+    missing_per_individual : numpy.ndarray, int64, shape (n_individuals,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> called, sums, missing = snp_statistics(np.array([[0, -1], [2, 1]], np.int8))
+    >>> called.tolist(), sums.tolist(), missing.tolist()
+    ([2, 1], [2, 1], [1, 0])
+    """
+    n, m = dosage.shape
+    called = np.empty(m, dtype=np.int64)
+    allele_sum = np.empty(m, dtype=np.int64)
+    missing_rows = np.zeros(n, dtype=np.int64)
+    for start in range(0, m, _COLUMN_BLOCK):
+        block = dosage[:, start : start + _COLUMN_BLOCK]
+        is_missing = block == MISSING
+        missing_per_snp = is_missing.sum(axis=0)
+        called[start : start + block.shape[1]] = n - missing_per_snp
+        # add back the -1 of each missing call
+        allele_sum[start : start + block.shape[1]] = (
+            block.sum(axis=0, dtype=np.int64) + missing_per_snp
+        )
+        missing_rows += is_missing.sum(axis=1)
+    return called, allele_sum, missing_rows
+
+
+def allele_counts(dosage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Counted-allele and observed-allele totals per SNP.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
+
+    Returns
+    -------
+    counted : numpy.ndarray, int64, shape (n_snps,)
+        Copies of the counted allele among observed calls.
+    observed : numpy.ndarray, int64, shape (n_snps,)
+        ``2 x`` the number of non-missing calls.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [a.tolist() for a in allele_counts(np.array([[0, -1], [2, 1]], np.int8))]
+    [[2, 1], [4, 2]]
+    """
+    called, allele_sum, _ = snp_statistics(dosage)
+    return allele_sum, 2 * called
+
+
+def minor_allele_counts(counted: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Copies of the sample minor allele per SNP.
+
+    Parameters
+    ----------
+    counted, observed : numpy.ndarray, int, shape (n_snps,)
+        From :func:`allele_counts`.
+
+    Returns
+    -------
+    numpy.ndarray, int64, shape (n_snps,)
+        ``min(counted, observed - counted)``: an exact count, so that e.g. 1
+        of 10 alleles is a frequency of exactly 0.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> minor_allele_counts(np.array([2, 9]), np.array([4, 10])).tolist()
+    [2, 1]
+    """
+    return np.minimum(counted, observed - counted)
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def filter_lines(genotypes: Genotypes) -> list[str]:
+    """One line per filter applied, as the run log and ``info`` print them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from admixspec.filters import filter_monomorphic
+    >>> g = Genotypes.from_array(np.array([[0, 1, 2], [0, 2, -1]]))
+    >>> filter_lines(filter_monomorphic(g))
+    ['monomorphic: removed 2 variants (monomorphic (one observed allele) or no called genotype)']
+    """
+    lines = []
+    for entry in genotypes.filter_log:
+        if entry["filter"] == "ploidy":
+            if entry["removed"] or entry.get("details", {}).get("haploid_as_homozygous"):
+                lines.append(f"ploidy: {entry['reason']}")
+            continue
+        lines.append(
+            f"{entry['filter']}: removed {entry['removed']} {entry['unit']} "
+            f"({entry['reason']})"
+        )
+    return lines
+
+
+def _ploidy_policy(genotypes: Genotypes) -> dict:
+    ploidy = next((e for e in genotypes.filter_log if e["filter"] == "ploidy"), None)
+    if ploidy is None:
+        return {
+            "policy": "PLINK 1 .bed: diploid calls; haploid calls are stored as "
+            "homozygous by PLINK"
+        }
+    return {
+        "policy": "haploid calls read as homozygous; half calls and ploidy > 2 "
+        "read as missing",
+        **ploidy.get("details", {}),
+    }
+
+
+def genotype_summary(genotypes: Genotypes) -> dict:
+    """A JSON-ready summary of filtered genotypes (what ``admixspec info`` prints).
+
+    Parameters
+    ----------
+    genotypes : Genotypes
+        As returned by :func:`admixspec.io.read_genotypes` (its ``filter_log``
+        says what was removed).
+
+    Returns
+    -------
+    dict
+        ``input``, ``individuals``, ``variants_read``, ``variants_kept``,
+        ``individuals_removed``, ``removed`` (per filter), the missing
+        fractions (overall, largest per individual and per SNP), ``ploidy``
+        and ``counted_allele``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> summary = genotype_summary(Genotypes.from_array(np.array([[0, -1], [2, 1]])))
+    >>> summary["variants_kept"], summary["missing_fraction"]
+    (2, 0.25)
+    """
+    called, _, missing_rows = snp_statistics(genotypes.dosage)
+    n, m = genotypes.dosage.shape
+    log = {entry["filter"]: entry for entry in genotypes.filter_log}
+    read = log.get("biallelic_snp", {}).get("details", {}).get("records_read", m)
+    removed = {
+        entry["filter"]: {
+            "unit": entry["unit"], "removed": entry["removed"], "reason": entry["reason"]
+        }
+        for entry in genotypes.filter_log
+        if entry["filter"] != "ploidy"
+    }
+    return {
+        "input": genotypes.source,
+        "individuals": int(n),
+        "variants_read": int(read),
+        "variants_kept": int(m),
+        "individuals_removed": int(
+            sum(e["removed"] for e in genotypes.filter_log if e["unit"] == "individuals")
+        ),
+        "removed": removed,
+        "missing_fraction": genotypes.missing_fraction,
+        "missing_fraction_per_individual_max": float(missing_rows.max() / m) if m else 0.0,
+        "missing_fraction_per_snp_max": float(1 - called.min() / n) if n and m else 0.0,
+        "ploidy": _ploidy_policy(genotypes),
+        "counted_allele": "VCF REF / .bim column 6 (A2); P is its frequency",
+    }

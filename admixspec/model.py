@@ -31,15 +31,11 @@ import numpy as np
 from . import __version__
 from .exceptions import UsageError
 from .filters import check_K
+from .genotypes import allele_counts, minor_allele_counts
 from .ml.likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
 from .ml.initial import p_given_q
 from .ml.refine import MLResult, fit_ml
-from .spectral.estimate import (
-    DEFAULT_WINDOWS,
-    allele_counts,
-    snp_sample,
-    spectral_scan,
-)
+from .spectral.estimate import DEFAULT_WINDOWS, snp_sample, spectral_scan
 
 __all__ = [
     "AdmixtureResult",
@@ -110,14 +106,14 @@ def rare_allele_share(dosage, *, counts=None) -> float:
     ----------
     dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
     counts : tuple of numpy.ndarray, optional
-        :func:`admixspec.spectral.estimate.allele_counts` of ``dosage``, if already computed.
+        :func:`admixspec.genotypes.allele_counts` of ``dosage``, if already computed.
 
     Returns
     -------
     float
     """
     counted, observed = allele_counts(dosage) if counts is None else counts
-    minor = np.minimum(counted, observed - counted)
+    minor = minor_allele_counts(counted, observed)
     polymorphic = minor > 0
     if not np.any(polymorphic):
         return 0.0

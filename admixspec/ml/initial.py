@@ -19,7 +19,7 @@ import numpy as np
 from .likelihood import P_MAX, P_MIN, project_q
 from ..spectral.moments import frequency_blocks
 from ..spectral.search import project_rows_to_simplex
-from ..spectral.estimate import allele_counts
+from ..genotypes import allele_counts
 
 __all__ = ["allele_frequencies", "p_given_q", "q_given_p", "random_init", "svd_init"]
 

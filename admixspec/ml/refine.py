@@ -36,12 +36,13 @@ import logging
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 import numpy as np
 
 from ..exceptions import ConvergenceWarning, UsageError
+from ..result import FitResult
 from .likelihood import (
     P_MAX,
     P_MIN,
@@ -109,38 +110,22 @@ def format_iteration(info: IterationInfo) -> str:
 
 
 @dataclass
-class MLResult:
+class MLResult(FitResult):
     """Result of :func:`fit_ml` (and of the supervised fit).
+
+    The :class:`~admixspec.result.FitResult` fields (Q, P, loglik, n_iter,
+    converged, history, timings, diagnostics), where ``n_iter`` counts
+    mini-batch epochs plus full accelerated steps and ``timings`` holds
+    ``init``, ``em`` and ``total``; and:
 
     Attributes
     ----------
-    Q : numpy.ndarray, float64, shape (n_individuals, K)
-        Ancestry proportions (rows on the simplex).
-    P : numpy.ndarray, float64, shape (n_snps, K)
-        Ancestral frequencies of the counted allele.
-    loglik : float
-        ADMIXTURE's log-likelihood of (Q, P).
-    n_iter : int
-        Iterations run (mini-batch epochs plus full accelerated steps).
-    converged : bool
-        Whether the stopping rule was met before ``max_iter``.
-    history : list of IterationInfo
-        One entry per iteration.
-    timings : dict
-        Seconds for ``init``, ``em`` and ``total``.
     n_passes : float
         Data passes used by the EM (one pass = every genotype read once).
     init : str
         How the start was obtained (``"given"``, ``"svd"``, ``"random"``...).
     """
 
-    Q: np.ndarray
-    P: np.ndarray
-    loglik: float
-    n_iter: int
-    converged: bool
-    history: list = field(default_factory=list)
-    timings: dict = field(default_factory=dict)
     n_passes: float = 0.0
     init: str = ""
 

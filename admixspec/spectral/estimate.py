@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..genotypes import allele_counts, minor_allele_counts
 from .candidates import CandidateSet, make_candidates
 from .denoise import complete_diagonal, solve_masked_tensor, whiten
 from .moments import frequency_blocks, second_moments, whitened_third_moment_terms
@@ -51,31 +52,6 @@ __all__ = [
 logger = logging.getLogger("admixspec")
 
 
-def allele_counts(dosage, *, block_size=65536):
-    """Counted-allele and observed-allele totals per SNP.
-
-    Parameters
-    ----------
-    dosage : numpy.ndarray, int8, shape (m, n)
-
-    Returns
-    -------
-    counted : numpy.ndarray, int64, shape (n,)
-        Copies of the counted allele among observed calls.
-    observed : numpy.ndarray, int64, shape (n,)
-        ``2 x`` the number of non-missing calls.
-    """
-    n = dosage.shape[1]
-    counted = np.empty(n, dtype=np.int64)
-    observed = np.empty(n, dtype=np.int64)
-    for start in range(0, n, block_size):
-        block = dosage[:, start : start + block_size]
-        present = block >= 0
-        counted[start : start + block_size] = np.where(present, block, 0).sum(axis=0)
-        observed[start : start + block_size] = 2 * present.sum(axis=0)
-    return counted, observed
-
-
 def rare_allele_snps(counted, observed, *, min_count=2, max_frequency=0.05):
     """SNPs whose sample minor allele is rare, and which allele that is.
 
@@ -95,7 +71,7 @@ def rare_allele_snps(counted, observed, *, min_count=2, max_frequency=0.05):
     flip : numpy.ndarray of bool
         True where the minor allele is the *other* allele (count ``1 - x``).
     """
-    minor = np.minimum(counted, observed - counted)
+    minor = minor_allele_counts(counted, observed)
     keep = (minor >= min_count) & (minor <= max_frequency * observed)
     snps = np.flatnonzero(keep)
     flip = counted[snps] > observed[snps] - counted[snps]
