@@ -6,7 +6,13 @@ turns these into one-line messages and exit codes.
 
 from __future__ import annotations
 
-__all__ = ["AdmixspecError", "InputError", "UsageError", "ConvergenceWarning"]
+__all__ = [
+    "AdmixspecError",
+    "ConvergenceWarning",
+    "InputError",
+    "MissingDependencyError",
+    "UsageError",
+]
 
 
 class AdmixspecError(Exception):
@@ -41,6 +47,14 @@ class InputError(AdmixspecError, ValueError):
 
 class UsageError(AdmixspecError, ValueError):
     """An invalid combination of parameters (exit code 2 on the command line)."""
+
+
+class MissingDependencyError(AdmixspecError, ImportError):
+    """An optional package is not installed (exit code 1 on the command line).
+
+    The message names the extra that brings it, e.g.
+    ``simulate_admixture needs msprime: pip install 'admixspec[sim]'``.
+    """
 
 
 class ConvergenceWarning(UserWarning):

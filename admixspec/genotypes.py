@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .exceptions import InputError
+
 __all__ = [
     "Genotypes",
     "MISSING",
@@ -72,15 +74,33 @@ class Genotypes:
 
     def __post_init__(self):
         self.dosage = np.asarray(self.dosage)
-        if self.dosage.ndim != 2:
-            raise ValueError("dosage must be a 2-d (individuals x SNPs) array")
         if self.dosage.dtype != np.int8:
-            self.dosage = self.dosage.astype(np.int8)
+            from .ml.likelihood import check_dosage  # values are checked before the cast
+
+            self.dosage = check_dosage(self.dosage)
         self.samples = np.asarray(self.samples, dtype=str)
-        if len(self.samples) != self.dosage.shape[0]:
-            raise ValueError("samples must have one entry per row of dosage")
-        if len(self.variants) != self.dosage.shape[1]:
-            raise ValueError("variants must have one row per column of dosage")
+        self.check_shape()
+
+    def check_shape(self) -> None:
+        """Check that :attr:`dosage` is (one row per sample, one column per variant).
+
+        Raises
+        ------
+        InputError
+            Otherwise, saying so when the dosage fits transposed (SNP-major).
+        """
+        shape = tuple(np.shape(self.dosage))
+        expected = (len(self.samples), len(self.variants))
+        if len(shape) != 2:
+            raise InputError(f"dosage must be 2-d (individuals x SNPs), got shape {shape}")
+        if shape != expected:
+            hint = ""
+            if shape[::-1] == expected:
+                hint = "; it is SNP-major (transposed), admixspec expects individuals x SNPs"
+            raise InputError(
+                f"dosage has shape {shape} but there are {expected[0]} sample IDs and "
+                f"{expected[1]} variants{hint}"
+            )
 
     @property
     def n_individuals(self) -> int:
@@ -132,10 +152,9 @@ class Genotypes:
         samples : sequence of str, optional
             Sample IDs; default ``ind0, ind1, ...``.
         """
-        array = np.asarray(dosage)
-        if array.dtype.kind == "f":
-            array = np.where(np.isnan(array), MISSING, array)
-        array = array.astype(np.int8)
+        from .ml.likelihood import check_dosage  # values are checked before the cast
+
+        array = check_dosage(dosage)
         n_individuals, n_snps = array.shape
         if samples is None:
             samples = [f"ind{i}" for i in range(n_individuals)]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from .exceptions import UsageError
+
 __all__ = ["match_components", "q_error"]
 
 
@@ -40,9 +42,9 @@ def match_components(Q_true, Q_est) -> np.ndarray:
     Q_true = np.asarray(Q_true, dtype=float)
     Q_est = np.asarray(Q_est, dtype=float)
     if Q_true.ndim != 2 or Q_est.ndim != 2 or Q_true.shape[0] != Q_est.shape[0]:
-        raise ValueError("Q_true and Q_est must be 2-d with the same number of rows")
+        raise UsageError("Q_true and Q_est must be 2-d with the same number of rows")
     if Q_est.shape[1] < Q_true.shape[1]:
-        raise ValueError("Q_est needs at least as many columns as Q_true")
+        raise UsageError("Q_est needs at least as many columns as Q_true")
     cost = np.abs(Q_true[:, :, None] - Q_est[:, None, :]).sum(axis=0)
     rows, cols = linear_sum_assignment(cost)
     perm = np.empty(len(rows), dtype=np.int64)
@@ -74,6 +76,6 @@ def q_error(Q_true, Q_est) -> float:
     Q_true = np.asarray(Q_true, dtype=float)
     Q_est = np.asarray(Q_est, dtype=float)
     if Q_true.shape != Q_est.shape:
-        raise ValueError(f"shapes differ: {Q_true.shape} vs {Q_est.shape}")
+        raise UsageError(f"shapes differ: {Q_true.shape} vs {Q_est.shape}")
     perm = match_components(Q_true, Q_est)
     return float(np.mean(np.abs(Q_true - Q_est[:, perm])))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .exceptions import MissingDependencyError, UsageError
 from .genotypes import MISSING, Genotypes
 
 __all__ = ["SimulatedData", "simulate_admixture", "simulate_balding_nichols"]
@@ -117,7 +118,7 @@ def simulate_balding_nichols(
     ((20, 500), (20, 2), (500, 2))
     """
     if not 0 < fst < 1:
-        raise ValueError("fst must lie in (0, 1)")
+        raise UsageError("fst must lie in (0, 1)")
     rng = np.random.default_rng(seed)
     ancestral = rng.uniform(min_ancestral_frequency, 1 - min_ancestral_frequency, n_snps)
     shape = (1 - fst) / fst
@@ -266,16 +267,16 @@ def simulate_admixture(
     """
     try:
         import msprime
-    except ImportError as error:  # pragma: no cover - depends on the extra
-        raise ImportError(
+    except ImportError as error:
+        raise MissingDependencyError(
             "simulate_admixture needs msprime: pip install 'admixspec[sim]'"
         ) from error
     if K < 1:
-        raise ValueError("K must be at least 1")
+        raise UsageError("K must be at least 1")
     if n_haplotypes < 1:
-        raise ValueError("n_haplotypes must be at least 1")
+        raise UsageError("n_haplotypes must be at least 1")
     if block_rate <= 0 or bp_per_morgan <= 0:
-        raise ValueError("block_rate and bp_per_morgan must be positive")
+        raise UsageError("block_rate and bp_per_morgan must be positive")
     rng = np.random.default_rng(seed)
     if proportions is None:
         alpha_vector = np.broadcast_to(np.asarray(alpha, dtype=float), (K,))
@@ -283,7 +284,7 @@ def simulate_admixture(
     else:
         W = np.asarray(proportions, dtype=float)
         if W.ndim != 2 or W.shape[1] != K or np.any(W < 0):
-            raise ValueError("proportions must be a non-negative (n, K) array")
+            raise UsageError("proportions must be a non-negative (n, K) array")
         W = W / W.sum(axis=1, keepdims=True)
     n_individuals = W.shape[0]
     ancestry_seed, mutation_seed = (int(x) for x in rng.integers(1, 2**31 - 1, size=2))

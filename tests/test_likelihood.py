@@ -1,11 +1,12 @@
 import numpy as np
 import pytest
 
-from admixspec import simulate_balding_nichols
+from admixspec import Genotypes, simulate_balding_nichols
 from admixspec.exceptions import InputError, UsageError
 from admixspec.ml.likelihood import (
     P_MAX,
     P_MIN,
+    check_dosage,
     em_step,
     loglikelihood,
     prediction_deviance,
@@ -106,3 +107,66 @@ class TestThreadLimit:
     def test_thread_limit__rejects_zero(self):
         with pytest.raises(UsageError), thread_limit(0):
             pass
+
+
+class TestCheckDosage:
+    @pytest.mark.parametrize(
+        ("value", "dtype", "shown"),
+        [
+            (1.9, np.float64, "1.9"),  # an imputed dosage, not a call: cast gave 1
+            (0.5, np.float32, "0.5"),  # cast gave 0
+            (256, np.int16, "256"),  # cast to int8 gave 0
+            (255, np.uint8, "255"),  # cast to int8 gave -1, "missing"
+            (3, np.int8, "3"),
+            (-2, np.int64, "-2"),
+            (np.inf, np.float64, "inf"),
+        ],
+    )
+    def test_check_dosage__rejects_value_naming_it_and_its_position(
+        self, value, dtype, shown
+    ):
+        dosage = np.zeros((3, 4), dtype=dtype)
+        dosage[1, 2] = value
+        with pytest.raises(InputError, match=rf"dosage\[1, 2\] = {shown} \(1 such value\)"):
+            check_dosage(dosage)
+
+    def test_check_dosage__fractional_values_are_told_to_be_rounded(self):
+        with pytest.raises(InputError, match="fractional dosages must be rounded"):
+            check_dosage(np.array([[0.0, 1.5], [2.0, 1.9]]))
+
+    def test_check_dosage__whole_floats_with_nan_as_missing(self):
+        dosage = np.array([[0.0, 1.0, np.nan], [2.0, -1.0, 1.0]])
+        np.testing.assert_array_equal(
+            check_dosage(dosage), np.array([[0, 1, -1], [2, -1, 1]], dtype=np.int8)
+        )
+
+    @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64, bool])
+    def test_check_dosage__any_integer_dtype_in_range_is_kept(self, dtype):
+        dosage = np.array([[0, 1], [1, 0]], dtype=dtype)
+        checked = check_dosage(dosage)
+        assert checked.dtype == np.int8 and checked.flags.c_contiguous
+        np.testing.assert_array_equal(checked, dosage.astype(np.int8))
+
+    def test_check_dosage__rejects_text(self):
+        with pytest.raises(InputError, match="must be numeric"):
+            check_dosage(np.array([["0", "1"]]))
+
+    def test_check_dosage__transposed_genotypes_are_named_snp_major(self):
+        genotypes = Genotypes.from_array(np.zeros((5, 8), dtype=np.int8))
+        genotypes.dosage = genotypes.dosage.T.copy()  # SNPs x individuals
+        with pytest.raises(InputError, match=r"SNP-major \(transposed\)"):
+            check_dosage(genotypes)
+
+    def test_genotypes__rejects_transposed_dosage_at_construction(self):
+        genotypes = Genotypes.from_array(np.zeros((5, 8), dtype=np.int8))
+        with pytest.raises(InputError, match=r"shape \(8, 5\) but there are 5 sample IDs"):
+            Genotypes(genotypes.dosage.T, genotypes.samples, genotypes.variants)
+
+    def test_genotypes__checks_values_before_casting(self):
+        genotypes = Genotypes.from_array(np.zeros((2, 3), dtype=np.int8))
+        with pytest.raises(InputError, match=r"dosage\[0, 1\] = 1.9"):
+            Genotypes([[0, 1.9, 0], [0, 0, 0]], genotypes.samples, genotypes.variants)
+
+    def test_genotypes_from_array__checks_values_before_casting(self):
+        with pytest.raises(InputError, match=r"dosage\[1, 0\] = 0.5"):
+            Genotypes.from_array([[0, 1], [0.5, 2]])

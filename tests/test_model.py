@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import admixspec.model as model
-from admixspec import UsageError, simulate_balding_nichols
+from admixspec import InputError, UsageError, simulate_balding_nichols
 from admixspec.ml.likelihood import loglikelihood
 from admixspec.metrics import q_error
 from admixspec.model import fit_admixture, rare_allele_share, refinement_decision
@@ -97,3 +97,27 @@ class TestRefinementDecision:
         dosage[:, 2] = 2  # monomorphic: not counted
         dosage[:10, 3] = 1  # 25%
         assert rare_allele_share(dosage) == pytest.approx(1 / 3)
+
+
+class TestFitAdmixtureInput:
+    @pytest.mark.parametrize(
+        ("bad", "match"),
+        [
+            (1.9, r"dosage\[3, 7\] = 1.9 .*fractional"),
+            (256, r"dosage\[3, 7\] = 256"),
+            (-5, r"dosage\[3, 7\] = -5"),
+        ],
+    )
+    def test_fit_admixture__bad_dosage_raises_input_error(self, bad, match):
+        sim = simulate_balding_nichols(30, 200, 2, fst=0.3, seed=4)
+        dosage = sim.genotypes.dosage.astype(np.float64 if bad == 1.9 else np.int16)
+        dosage[3, 7] = bad
+        with pytest.raises(InputError, match=match):
+            fit_admixture(dosage, 2, seed=1)
+
+    def test_fit_admixture__transposed_genotypes_raise_input_error(self):
+        sim = simulate_balding_nichols(30, 200, 2, fst=0.3, seed=4)
+        genotypes = sim.genotypes
+        genotypes.dosage = np.ascontiguousarray(genotypes.dosage.T)
+        with pytest.raises(InputError, match="SNP-major"):
+            fit_admixture(genotypes, 2, seed=1)

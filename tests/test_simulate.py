@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
+from admixspec.exceptions import MissingDependencyError
 from admixspec.simulate import simulate_admixture
-
-pytest.importorskip("msprime")
 
 SMALL = {"n_haplotypes": 10, "sequence_length": 2e6}
 
@@ -33,7 +34,19 @@ class TestBaldingNichols:
         assert not np.array_equal(first.genotypes.dosage, other.genotypes.dosage)
 
 
+class TestWithoutMsprime:
+    def test_simulate_admixture__without_msprime_names_the_extra(self, monkeypatch):
+        monkeypatch.setitem(sys.modules, "msprime", None)  # import msprime fails
+        with pytest.raises(MissingDependencyError, match=r"pip install 'admixspec\[sim\]'"):
+            simulate_admixture(4, 2, **SMALL)
+
+
 class TestSimulateAdmixture:
+    @pytest.fixture(autouse=True)
+    def _msprime_fixture(self):
+        """The coalescent tests need the ``sim`` extra; Balding-Nichols runs without."""
+        pytest.importorskip("msprime")
+
     def test_simulate_admixture__shapes_and_simplex(self):
         sim = simulate_admixture(12, 3, seed=1, **SMALL)
         n, m = sim.genotypes.dosage.shape

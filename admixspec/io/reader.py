@@ -10,6 +10,7 @@ from ..filters import apply_filters, check_usable
 from ..genotypes import Genotypes
 from .plink import plink_prefix, read_plink
 from .vcf import read_vcf
+from .vcz import is_vcz, read_vcz
 
 __all__ = ["detect_format", "read_genotypes", "read_keep"]
 
@@ -17,10 +18,11 @@ _VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf", ".gz", ".bgz")
 
 
 def detect_format(path) -> str:
-    """Return ``"plink"`` or ``"vcf"`` for an input path (or PLINK prefix).
+    """Return ``"plink"``, ``"vcf"`` or ``"vcz"`` for an input path (or PLINK prefix).
 
     The suffix decides (``.bed/.bim/.fam`` -> PLINK, ``.vcf``, ``.vcf.gz``,
-    ``.bcf`` -> VCF); a bare prefix with a ``.bed`` next to it is PLINK;
+    ``.bcf`` -> VCF, ``.vcz`` or a Zarr store directory -> VCF Zarr); a bare
+    prefix with a ``.bed`` next to it is PLINK;
     otherwise the first bytes are sniffed.
 
     Raises
@@ -39,6 +41,8 @@ def detect_format(path) -> str:
         return "plink"
     if name.endswith(_VCF_SUFFIXES):
         return "vcf"
+    if name.endswith(".vcz") or is_vcz(path):
+        return "vcz"
     if not path.exists():
         if Path(str(path) + ".bed").exists():
             return "plink"
@@ -104,8 +108,8 @@ def read_genotypes(
     Parameters
     ----------
     path : str or os.PathLike
-        A ``.vcf``, ``.vcf.gz``, ``.bcf`` file, or a PLINK ``.bed`` (or its
-        prefix).
+        A ``.vcf``, ``.vcf.gz``, ``.bcf`` file, a VCF Zarr store (``.vcz``,
+        see :mod:`admixspec.io.vcz`), or a PLINK ``.bed`` (or its prefix).
     keep : str, os.PathLike or sequence of str, optional
         Samples to keep: a ``--keep`` file (see :func:`read_keep`) or a list
         of IDs. Rows keep the input order.
@@ -148,6 +152,8 @@ def read_genotypes(
         genotypes = read_plink(
             plink_prefix(path), samples=samples, region=region, num_threads=num_threads
         )
+    elif kind == "vcz":
+        genotypes = read_vcz(path, samples=samples, region=region)
     else:
         genotypes = read_vcf(path, samples=samples, region=region)
     genotypes = apply_filters(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..exceptions import UsageError
 from .admixture import atomic_write, write_json, write_p, write_q
 from .plink import write_plink
 from .vcf import write_vcf
@@ -24,7 +25,7 @@ def write_labels(path, samples, populations) -> None:
     samples = np.asarray(samples, dtype=str)
     populations = np.asarray(populations, dtype=str)
     if samples.shape != populations.shape:
-        raise ValueError("samples and populations must have the same length")
+        raise UsageError("samples and populations must have the same length")
     with atomic_write(path) as handle:
         handle.write("sample_id\tpopulation\n")
         handle.writelines(f"{s}\t{p}\n" for s, p in zip(samples, populations, strict=True))

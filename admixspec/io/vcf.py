@@ -293,7 +293,26 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
     genotypes = Genotypes(
         dosage=dosage, samples=np.asarray(file_samples), variants=variants, source=str(path)
     )
-    genotypes.filter_log.append(
+    genotypes.filter_log.extend(read_log_entries(skipped, n_records, ploidy_counts))
+    return genotypes
+
+
+def read_log_entries(skipped: dict, n_records: int, ploidy_counts) -> list[dict]:
+    """The ``"biallelic_snp"`` and ``"ploidy"`` filter-log entries of a VCF read.
+
+    Shared with the VCF Zarr reader, which applies the same rules.
+
+    Parameters
+    ----------
+    skipped : dict
+        Variants skipped: ``{"multiallelic", "indel", "symbolic_or_other"}``.
+    n_records : int
+        Variant records read.
+    ploidy_counts : numpy.ndarray, int, shape (3,)
+        Haploid calls read as homozygous, half calls and polyploid calls set
+        missing.
+    """
+    return [
         {
             "filter": "biallelic_snp",
             "unit": "variants",
@@ -302,9 +321,7 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
                 f"{k}: {v}" for k, v in skipped.items()
             ) + f") out of {n_records} records read",
             "details": {**skipped, "records_read": n_records},
-        }
-    )
-    genotypes.filter_log.append(
+        },
         {
             "filter": "ploidy",
             "unit": "genotype calls",
@@ -319,9 +336,8 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
                 "half_calls_missing": int(ploidy_counts[1]),
                 "polyploid_missing": int(ploidy_counts[2]),
             },
-        }
-    )
-    return genotypes
+        },
+    ]
 
 
 def _header_has_gt(vcf) -> bool:

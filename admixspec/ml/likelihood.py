@@ -306,29 +306,92 @@ def thread_limit(threads):
 
 
 def check_dosage(dosage) -> np.ndarray:
-    """Return the dosage as a C-contiguous int8 array, validating its values.
+    """Check every dosage value, then return the dosage as C-contiguous int8.
+
+    Values are checked before any cast, so that nothing is silently changed:
+    casting first would turn 1.9 into 1, 0.5 into 0, 256 into 0 and 255 into
+    -1 (missing).
 
     Parameters
     ----------
     dosage : array_like or Genotypes, shape (n_individuals, n_snps)
-        0/1/2 copies of the counted allele, -1 (or any negative) for missing.
+        Copies of the counted allele, 0, 1 or 2, and -1 for a missing call.
+        Any integer or boolean dtype is accepted. A float array is accepted
+        when every value is a whole number, and NaN then also means missing
+        (the convention of float genotype matrices, e.g. pandas'); fractional
+        dosages such as imputed 1.9 are refused, not rounded.
 
     Returns
     -------
     numpy.ndarray, int8, shape (n_individuals, n_snps)
+
+    Raises
+    ------
+    InputError
+        Not 2-d or not numeric; a value other than 0, 1, 2, -1 (or NaN in a
+        float array), with its position; a :class:`~admixspec.Genotypes`
+        whose dosage no longer fits its sample IDs and variants, as a
+        SNP-major (transposed) matrix does.
+
+    Notes
+    -----
+    Orientation is checked where it can be without false alarms: a
+    :class:`~admixspec.Genotypes` carries sample IDs and variants, so a
+    transposed dosage is recognised. A bare array cannot be told from its
+    transpose by its values, and neither shape is impossible (a small SNP
+    panel may have more individuals than SNPs), so a bare array is taken to
+    be (n_individuals, n_snps) as documented, without a check.
+
+    Examples
+    --------
+    >>> check_dosage(np.array([[0.0, 2.0], [np.nan, 1.0]]))
+    array([[ 0,  2],
+           [-1,  1]], dtype=int8)
+    >>> try:
+    ...     check_dosage([[0, 1.9]])
+    ... except InputError as error:
+    ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+    dosage must hold 0, 1, 2 or -1 (missing): dosage[0, 1] = 1.9 (1 such value);
+    fractional dosages must be rounded to hard calls first
     """
     if hasattr(dosage, "dosage"):
+        dosage.check_shape()
         dosage = dosage.dosage
     G = np.asarray(dosage)
     if G.ndim != 2:
         raise InputError(f"dosage must be 2-d (individuals x SNPs), got shape {G.shape}")
-    if G.dtype != np.int8:
-        if G.dtype.kind == "f":
-            G = np.where(np.isnan(G), -1, G)
-        G = G.astype(np.int8)
-    if G.size and G.max() > 2:
-        raise InputError("dosage values must be 0, 1, 2 or -1 (missing)")
-    return np.ascontiguousarray(G)
+    if G.dtype.kind not in "biuf":
+        raise InputError(f"dosage must be numeric, got dtype {G.dtype}")
+    missing = np.isnan(G) if G.dtype.kind == "f" else None
+    if G.size and not _dosage_values_valid(G, missing):
+        raise InputError(_bad_dosage_message(G, missing))
+    if missing is not None:
+        G = np.where(missing, -1, G)
+    return np.ascontiguousarray(G, dtype=np.int8)
+
+
+def _dosage_values_valid(G: np.ndarray, missing: np.ndarray | None) -> bool:
+    """Whether every (non-NaN) value of ``G`` is one of -1, 0, 1, 2."""
+    if missing is None:  # integers: the range says it all
+        return bool(G.min() >= -1 and G.max() <= 2)
+    called = G[~missing]
+    return bool(np.all(np.isin(called, (-1.0, 0.0, 1.0, 2.0))))
+
+
+def _bad_dosage_message(G: np.ndarray, missing: np.ndarray | None) -> str:
+    """Name the first bad dosage value, its position and how many there are."""
+    bad = ~np.isin(G, (-1, 0, 1, 2))
+    if missing is not None:
+        bad &= ~missing
+    i, j = np.argwhere(bad)[0]
+    value = G[i, j]
+    message = (
+        f"dosage must hold 0, 1, 2 or -1 (missing): dosage[{i}, {j}] = {value:g} "
+        f"({np.count_nonzero(bad)} such value{'s' if np.count_nonzero(bad) > 1 else ''})"
+    )
+    if np.isfinite(value) and value != np.round(value):
+        message += "; fractional dosages must be rounded to hard calls first"
+    return message
 
 
 def check_params(Q, P, n_individuals: int, n_snps: int):

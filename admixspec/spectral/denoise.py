@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
+from ..exceptions import InputError
 from .moments import ThirdMomentTerms
 from .tensor import symmetrize
 
@@ -133,12 +134,12 @@ def whiten(M2, K) -> Whitening:
 
     Raises
     ------
-    ValueError
+    InputError
         If one of the top-K eigenvalues is not positive (rank < K).
     """
     values, vectors = _top_eigenpairs(M2, K)
     if values[-1] <= 0:
-        raise ValueError(
+        raise InputError(
             f"the denoised second moment has rank < {K} "
             f"(eigenvalue {values[-1]:.3g}); too few independent components"
         )

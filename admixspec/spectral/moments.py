@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..exceptions import InputError
+
 __all__ = [
     "SecondMoments",
     "ThirdMomentTerms",
@@ -119,7 +121,7 @@ def second_moments(blocks) -> SecondMoments:
         total += x.sum(axis=1)
         n += x.shape[1]
     if M2 is None or n == 0:
-        raise ValueError("no SNPs to compute moments from")
+        raise InputError("no SNPs to compute moments from")
     return SecondMoments(M2=M2 / n, mean=total / n, n_snps=n)
 
 

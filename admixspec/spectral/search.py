@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..exceptions import UsageError
 from ..ml.likelihood import P_MAX, P_MIN
 
 __all__ = [
@@ -280,7 +281,7 @@ def search_subsets(
     c, m = candidates.shape
     required = np.asarray(required, dtype=np.int64)
     if c < K or len(required) > K:
-        raise ValueError(f"need at least K={K} candidates and at most K required, got {c}")
+        raise UsageError(f"need at least K={K} candidates and at most K required, got {c}")
     free = np.setdiff1d(np.arange(c), required)
     k = K - len(required)
     tolerance = 0.002 * m if feasibility_tolerance is None else feasibility_tolerance

@@ -1,0 +1,149 @@
+"""VCF Zarr input: a store made by bio2zarr's vcf2zarr reads as its VCF does."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from admixspec import InputError
+from admixspec.cli import main
+from admixspec.io import detect_format, read_genotypes, read_q, read_vcf
+from admixspec.io import vcz as vcz_module
+from admixspec.io.vcz import classify_alleles, read_vcz
+
+pytest.importorskip("zarr")
+pytest.importorskip("bio2zarr")
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+EXAMPLE_VCF = DATA / "example.vcf.gz"
+BCFTOOLS = shutil.which("bcftools")
+
+HEADER = (
+    "##fileformat=VCFv4.2\n"
+    "##contig=<ID=1,length=1000>\n"
+    "##contig=<ID=X,length=1000>\n"
+    '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+    "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ta\tb\tc\td\te\n"
+)
+# multiallelic, indel, symbolic, half calls, haploid calls, triploid, no ALT
+RECORDS = [
+    "1\t10\trs1\tA\tG\t.\t.\t.\tGT\t0/0\t0/1\t1/1\t./.\t0|1",
+    "1\t20\trs2\tA\tG,T\t.\t.\t.\tGT\t0/0\t0/1\t1/2\t./.\t0|1",
+    "1\t30\trs3\tAT\tG\t.\t.\t.\tGT\t0/0\t0/1\t1/1\t./.\t0|1",
+    "1\t40\trs4\tA\t<DEL>\t.\t.\t.\tGT\t0/0\t0/1\t1/1\t./.\t0|1",
+    "1\t50\trs5\tA\tG\t.\t.\t.\tGT\t0/.\t./1\t1\t0\t.",
+    "1\t60\tt1\tA\tG\t.\t.\t.\tGT\t0/0/1\t0/1\t1/1\t0\t./.",
+    "1\t70\trs7\tA\t.\t.\t.\t.\tGT\t0/0\t0/0\t0/0\t./.\t0|0",
+    "X\t60\trs6\tC\tT\t.\t.\t.\tGT\t0\t1\t.\t0/1\t1/1",
+]
+
+
+def vcf2zarr(vcf: Path, out: Path) -> Path:
+    """Convert with bio2zarr's command line, as a user would."""
+    program = Path(sys.executable).with_name("vcf2zarr")
+    command = [str(program)] if program.exists() else [shutil.which("vcf2zarr") or "vcf2zarr"]
+    subprocess.run([*command, "convert", str(vcf), str(out)], check=True,
+                   capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def example_vcz_fixture(tmp_path_factory) -> Path:
+    return vcf2zarr(EXAMPLE_VCF, tmp_path_factory.mktemp("vcz") / "example.vcz")
+
+
+@pytest.fixture
+def odd_records_fixture(tmp_path) -> tuple[Path, Path]:
+    if BCFTOOLS is None:
+        pytest.skip("bcftools not installed (vcf2zarr needs an indexed multi-contig VCF)")
+    plain = tmp_path / "odd.vcf"
+    plain.write_text(HEADER + "\n".join(RECORDS) + "\n")
+    vcf = tmp_path / "odd.vcf.gz"
+    subprocess.run([BCFTOOLS, "view", "-Oz", "-o", str(vcf), str(plain)], check=True)
+    subprocess.run([BCFTOOLS, "index", "-t", str(vcf)], check=True)
+    return vcf, vcf2zarr(vcf, tmp_path / "odd.vcz")
+
+
+def assert_same_genotypes(a, b) -> None:
+    np.testing.assert_array_equal(a.dosage, b.dosage)
+    assert a.samples.tolist() == b.samples.tolist()
+    assert a.variants.equals(b.variants)
+    assert a.filter_log == b.filter_log
+
+
+class TestReadVcz:
+    def test_read_vcz__example_equals_the_vcf(self, example_vcz_fixture):
+        assert_same_genotypes(read_vcz(example_vcz_fixture), read_vcf(EXAMPLE_VCF))
+
+    def test_read_vcz__odd_records_follow_the_vcf_rules(self, odd_records_fixture):
+        vcf, store = odd_records_fixture
+        genotypes = read_vcz(store)
+        assert_same_genotypes(genotypes, read_vcf(vcf))
+        assert genotypes.variants["id"].tolist() == ["rs1", "rs5", "t1", "rs7", "rs6"]
+        assert genotypes.filter_log[1]["details"] == {
+            "haploid_as_homozygous": 5, "half_calls_missing": 2, "polyploid_missing": 1
+        }
+
+    def test_read_vcz__keep_and_region_as_for_vcf(self, example_vcz_fixture):
+        samples = read_vcf(EXAMPLE_VCF).samples[[7, 2, 30]].tolist()
+        kwargs = {"samples": samples, "region": "1:100000-3000000"}
+        genotypes = read_vcz(example_vcz_fixture, **kwargs)
+        assert 0 < genotypes.n_snps < 10_000
+        assert_same_genotypes(genotypes, read_vcf(EXAMPLE_VCF, **kwargs))
+
+    def test_read_vcz__logs_progress_on_long_reads(self, example_vcz_fixture, caplog,
+                                                     monkeypatch):
+        monkeypatch.setattr(vcz_module, "PROGRESS_INTERVAL", 0.0)
+        with caplog.at_level(logging.INFO, logger="admixspec"):
+            read_vcz(example_vcz_fixture)
+        assert "read 10000 of 10000 variants (100%)" in caplog.text
+
+    def test_read_genotypes__detects_the_store(self, example_vcz_fixture):
+        assert detect_format(example_vcz_fixture) == "vcz"
+        genotypes = read_genotypes(example_vcz_fixture, maf=0.05)
+        assert_same_genotypes(genotypes, read_genotypes(EXAMPLE_VCF, maf=0.05))
+
+
+class TestClassifyAlleles:
+    def test_classify_alleles__counts_each_kind(self):
+        alleles = np.array([["A", "G", ""], ["A", "G", "T"], ["AT", "G", ""],
+                            ["A", "<DEL>", ""], ["A", "", ""], ["A", "*", ""]])
+        snp, skipped = classify_alleles(alleles)
+        assert snp.tolist() == [True, False, False, False, True, False]
+        assert skipped == {"multiallelic": 1, "indel": 1, "symbolic_or_other": 2}
+
+
+class TestBadStore:
+    def test_read_vcz__directory_without_zarr_metadata(self, tmp_path):
+        with pytest.raises(InputError, match="not a readable Zarr store"):
+            read_vcz(tmp_path)
+
+    def test_read_vcz__zarr_store_missing_arrays(self, tmp_path):
+        import zarr
+
+        group = zarr.open_group(str(tmp_path / "x.vcz"), mode="w")
+        group.create_array("sample_id", shape=(2,), dtype="int32")
+        with pytest.raises(InputError, match="not a VCF Zarr store: no call_genotype"):
+            read_vcz(tmp_path / "x.vcz")
+
+    def test_cli__missing_store_is_one_line(self, tmp_path, capsys):
+        code = main(["run", str(tmp_path / "none.vcz"), "-K", "2", "--out", str(tmp_path / "o")])
+        assert code == 1
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec: error: {tmp_path / 'none.vcz'}: file not found"
+        ]
+
+
+class TestRunFromVcz:
+    def test_run__vcz_gives_the_vcf_q(self, example_vcz_fixture, tmp_path):
+        for name, source in (("vcf", EXAMPLE_VCF), ("vcz", example_vcz_fixture)):
+            assert main(["run", str(source), "-K", "3", "--seed", "5",
+                         "--out", str(tmp_path / name)]) == 0
+        np.testing.assert_array_equal(read_q(tmp_path / "vcz.3.Q"),
+                                      read_q(tmp_path / "vcf.3.Q"))
