@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import shutil
@@ -33,6 +34,7 @@ from admixspec.io import (
     write_q,
     write_vcf,
 )
+from admixspec.io.admixture import write_all_or_none
 
 PLINK = shutil.which("plink1.9") or shutil.which("plink")
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -168,6 +170,60 @@ class TestAtomicWrite:
         genotypes = simulate_balding_nichols(3, 5, 2, seed=0).genotypes
         with pytest.raises(KeyboardInterrupt):
             write_vcf(tmp_path / "x.vcf.gz", genotypes)
+        assert list(tmp_path.iterdir()) == []
+
+
+def _failing_on_call(function, call: int, error: BaseException):
+    """``function``, except that call number ``call`` (1-based) raises ``error``."""
+    calls = []
+
+    def wrapper(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == call:
+            raise error
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+class TestWriteAllOrNone:
+    NAMES = ("run.3.Q", "run.3.P", "run.3.log", "run.3.json")
+
+    def _contents(self, folder):
+        return {folder / name: f"{name}\n" for name in self.NAMES}
+
+    def test_write_all_or_none__writes_every_file(self, tmp_path):
+        write_all_or_none(self._contents(tmp_path))
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(self.NAMES)
+        assert (tmp_path / "run.3.log").read_text() == "run.3.log\n"
+
+    def test_write_all_or_none__full_disk_part_way_leaves_none_and_names_file(
+        self, tmp_path, monkeypatch
+    ):
+        full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        monkeypatch.setattr(os, "fsync", _failing_on_call(os.fsync, 3, full))
+        with pytest.raises(OSError, match="No space left on device") as raised:
+            write_all_or_none(self._contents(tmp_path))
+        assert raised.value.errno == errno.ENOSPC
+        assert raised.value.filename == str(tmp_path / "run.3.log")
+        assert list(tmp_path.iterdir()) == []
+
+    def test_write_all_or_none__failed_rename_removes_files_already_renamed(
+        self, tmp_path, monkeypatch
+    ):
+        denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        monkeypatch.setattr(os, "replace", _failing_on_call(os.replace, 3, denied))
+        with pytest.raises(PermissionError) as raised:
+            write_all_or_none(self._contents(tmp_path))
+        assert raised.value.filename == str(tmp_path / "run.3.log")
+        assert list(tmp_path.iterdir()) == []
+
+    def test_write_all_or_none__interrupt_leaves_none(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(
+            os, "fsync", _failing_on_call(os.fsync, 2, KeyboardInterrupt())
+        )
+        with pytest.raises(KeyboardInterrupt):
+            write_all_or_none(self._contents(tmp_path))
         assert list(tmp_path.iterdir()) == []
 
 

@@ -11,9 +11,10 @@
 
 Values written to ``.Q``/``.P`` are clamped to ``[1e-5, 1 - 1e-5]``, the
 bounds ADMIXTURE itself writes. Every writer goes through
-:func:`atomic_write`: the text is written to a temporary file in the target
-folder and then renamed over the target, so a crash never leaves a
-half-written output.
+:func:`write_all_or_none` (or, streaming, :func:`atomic_write`): the text is
+written to a temporary file in the target folder and then renamed over the
+target, so a crash never leaves a half-written output; a run's files for one
+K (Q, P, log, JSON) are written as one set, all or none.
 """
 
 from __future__ import annotations
@@ -23,20 +24,24 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import InputError
+from ..exceptions import InputError, UsageError
 
 __all__ = [
     "CLAMP",
     "atomic_write",
+    "format_json",
+    "format_matrix",
     "output_path",
     "read_admixture_log",
     "read_p",
     "read_pop",
     "read_q",
+    "write_all_or_none",
     "write_json",
     "write_p",
     "write_q",
@@ -54,7 +59,8 @@ def atomic_write(path, mode: str = "w", *, encoding: str | None = "utf-8"):
     The temporary file lives in the same folder as ``path`` (so the final
     :func:`os.replace` is atomic on POSIX); it is removed if the block raises
     (including ``KeyboardInterrupt``). A process killed outright leaves at
-    most a hidden ``.<name>.*.tmp`` file, never a partial ``path``.
+    most a hidden ``.<name>.*.tmp`` file, never a partial ``path``. An
+    ``OSError`` (a full disk, say) names ``path``.
 
     Parameters
     ----------
@@ -79,26 +85,105 @@ def atomic_write(path, mode: str = "w", *, encoding: str | None = "utf-8"):
     >>> Path(folder, "x.txt").read_text()
     'hello\\n'
     """
+    with _temporary_beside(path, mode, encoding) as (handle, temporary):
+        yield handle
+    _rename(temporary, path)
+
+
+def write_all_or_none(contents: Mapping) -> None:
+    """Write several text files so that all of them appear, or none does.
+
+    Every text is first written to a temporary file in its destination's
+    folder and flushed to disk; only when all are written are they renamed
+    over their destinations. If anything fails part-way (a full disk, an
+    interrupt), every temporary file is removed, and so is every destination
+    this call had already renamed into place.
+
+    Parameters
+    ----------
+    contents : mapping of str or os.PathLike to str
+        Destination path -> its text (written as UTF-8, ``\\n`` line ends).
+
+    Raises
+    ------
+    OSError
+        With ``filename`` set to the destination being written or renamed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> write_all_or_none({folder / "a.txt": "1\\n", folder / "b.txt": "2\\n"})
+    >>> sorted(p.name for p in folder.iterdir())
+    ['a.txt', 'b.txt']
+    """
+    staged: list[tuple[Path, str]] = []
+    renamed: list[Path] = []
+    try:
+        for path, text in contents.items():
+            with _temporary_beside(path, "w", "utf-8") as (handle, temporary):
+                staged.append((Path(path), temporary))
+                handle.write(text)
+        for path, temporary in staged:
+            _rename(temporary, path)
+            renamed.append(path)
+    except BaseException:
+        for leftover in [temporary for _, temporary in staged] + renamed:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+        raise
+
+
+@contextlib.contextmanager
+def _temporary_beside(path, mode: str, encoding: str | None):
+    """Yield ``(handle, temporary path)`` for a hidden file in ``path``'s folder.
+
+    On success the file is flushed, synced to disk and given the umask's
+    permissions, and left for the caller to rename; on failure it is removed.
+    """
     if mode not in ("w", "wb"):
-        raise ValueError("mode must be 'w' or 'wb'")
+        raise UsageError(f"mode must be 'w' or 'wb', got {mode!r}")
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    with _naming(path):
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
-        if mode == "wb":
-            handle = os.fdopen(fd, "wb")
-        else:
-            handle = os.fdopen(fd, "w", encoding=encoding, newline="\n")
-        with handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        with _naming(path):
+            if mode == "wb":
+                handle = os.fdopen(fd, "wb")
+            else:
+                handle = os.fdopen(fd, "w", encoding=encoding, newline="\n")
+            with handle:
+                yield handle, temporary
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temporary, 0o666 & ~_umask())
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+            os.unlink(temporary)
         raise
+
+
+def _rename(temporary: str, path) -> None:
+    """Move a finished temporary file over ``path``; remove it if that fails."""
+    try:
+        with _naming(path):
+            os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def _naming(path):
+    """Re-raise an ``OSError`` with ``filename`` set to ``path`` (not a temporary)."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror, str(path)) from error
 
 
 def _umask() -> int:
@@ -108,16 +193,12 @@ def _umask() -> int:
 
 
 def write_text(path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (see :func:`atomic_write`)."""
-    with atomic_write(path) as handle:
-        handle.write(text)
+    """Write ``text`` to ``path`` atomically (see :func:`write_all_or_none`)."""
+    write_all_or_none({path: text})
 
 
-def write_json(path, obj) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically.
-
-    NumPy scalars and arrays are converted to plain Python values.
-    """
+def format_json(obj) -> str:
+    """``obj`` as indented JSON text; NumPy scalars and arrays become plain values."""
 
     def default(value):
         if isinstance(value, np.ndarray):
@@ -128,7 +209,12 @@ def write_json(path, obj) -> None:
             return str(value)
         raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
 
-    write_text(path, json.dumps(obj, indent=2, default=default) + "\n")
+    return json.dumps(obj, indent=2, default=default) + "\n"
+
+
+def write_json(path, obj) -> None:
+    """Write ``obj`` as indented JSON to ``path`` atomically (see :func:`format_json`)."""
+    write_text(path, format_json(obj))
 
 
 def output_path(prefix, K: int, kind: str) -> Path:
@@ -142,23 +228,38 @@ def output_path(prefix, K: int, kind: str) -> Path:
     return Path(f"{prefix}.{K}.{kind}")
 
 
-def _format_matrix(matrix: np.ndarray) -> str:
-    clamped = np.clip(matrix, *CLAMP)
+def format_matrix(matrix, name: str = "Q") -> str:
+    """Q or P as ADMIXTURE text: rows of space-separated 6-decimal values.
+
+    Parameters
+    ----------
+    matrix : array_like, float, shape (n_rows, K)
+        Finite values, clamped to ``[1e-5, 1 - 1e-5]`` as ADMIXTURE writes them.
+    name : str
+        What the matrix is, for the error message.
+
+    Raises
+    ------
+    UsageError
+        Not 2-d, or NaN/infinite values.
+
+    Examples
+    --------
+    >>> format_matrix([[1.0, 0.0], [0.25, 0.75]])
+    '0.999990 0.000010\\n0.250000 0.750000\\n'
+    """
+    array = np.asarray(matrix, dtype=np.float64)
+    if array.ndim != 2:
+        raise UsageError(f"{name} must be a 2-d array, got {array.ndim} dimensions")
+    if not np.all(np.isfinite(array)):
+        raise UsageError(f"{name} contains NaN or infinite values")
+    clamped = np.clip(array, *CLAMP)
     if clamped.shape[0] == 0:
         return ""
     # np.savetxt formats row by row in Python; this formats the flat array once.
     flat = np.char.mod("%.6f", clamped.ravel()).reshape(clamped.shape)
     lines = [" ".join(row) for row in flat.tolist()]
     return "\n".join(lines) + "\n"
-
-
-def _check_matrix(matrix, name: str) -> np.ndarray:
-    array = np.asarray(matrix, dtype=np.float64)
-    if array.ndim != 2:
-        raise ValueError(f"{name} must be a 2-d array, got {array.ndim} dimensions")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return array
 
 
 def write_q(path, Q) -> None:
@@ -181,8 +282,7 @@ def write_q(path, Q) -> None:
     0.999990 0.000010
     0.250000 0.750000
     """
-    text = _format_matrix(_check_matrix(Q, "Q"))
-    write_text(path, text)
+    write_text(path, format_matrix(Q, "Q"))
 
 
 def write_p(path, P) -> None:
@@ -197,8 +297,7 @@ def write_p(path, P) -> None:
         ancestral population, one row per SNP in input order. Written with 6
         decimals after clamping to ``[1e-5, 1 - 1e-5]``.
     """
-    text = _format_matrix(_check_matrix(P, "P"))
-    write_text(path, text)
+    write_text(path, format_matrix(P, "P"))
 
 
 def _read_matrix(path, kind: str) -> np.ndarray:
