@@ -1,4 +1,8 @@
-"""``fit_admixture``: the public estimator, spectral first, likelihood where needed.
+"""``fit_admixture``: the one entry point of every estimator.
+
+By default spectral first, likelihood where needed; ``method=`` selects plain
+maximum likelihood, the supervised fit or projection instead, so
+``admixspec run`` is one call of :func:`fit_admixture` per K.
 
 Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
 
@@ -15,6 +19,14 @@ Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
     The spectral candidates were insufficient (fewer than K, or a rank-
     deficient moment matrix): maximum likelihood from the SVD start, with the
     reason in ``diagnostics["fallback_reason"]``.
+``ml-svd``, ``ml-random``
+    ``method="ml"``: maximum likelihood from that start.
+``supervised``
+    ``method="supervised"``: ADMIXTURE's supervised fit
+    (:func:`admixspec.ml.project.fit_supervised`).
+``projection``
+    ``method="projection"``: Q by maximum likelihood with P fixed
+    (:func:`admixspec.ml.project.project`).
 
 Refinement with ``refine="auto"`` is decided by a measured rule (see
 :func:`refinement_decision`).
@@ -32,13 +44,19 @@ from . import __version__
 from .exceptions import UsageError
 from .filters import check_K
 from .genotypes import allele_counts, minor_allele_counts
-from .ml.likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
+from .ml.bootstrap import BootstrapResult
+from .ml.bootstrap import bootstrap as bootstrap_q
+from .ml.crossval import CVResult, cross_validate, format_cv
 from .ml.initial import p_given_q
-from .ml.refine import MLResult, fit_ml
+from .ml.likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
+from .ml.project import fit_supervised, project
+from .ml.refine import fit_ml, format_iteration
+from .result import FitResult
 from .spectral.estimate import DEFAULT_WINDOWS, snp_sample, spectral_scan
 
 __all__ = [
     "AdmixtureResult",
+    "METHODS",
     "fit_admixture",
     "rare_allele_share",
     "refinement_decision",
@@ -53,43 +71,46 @@ _MIN_MOMENT_SNPS = 200
 
 
 @dataclass
-class AdmixtureResult:
-    """Estimated ancestry of one K.
+class AdmixtureResult(FitResult):
+    """Estimated ancestry of one K, as ``admixspec run`` reports it.
+
+    The :class:`~admixspec.result.FitResult` fields (Q, P, loglik, n_iter,
+    converged, history, timings, diagnostics) and:
 
     Attributes
     ----------
-    Q : numpy.ndarray, float64, shape (n_individuals, K)
-        Ancestry proportions; rows sum to one.
-    P : numpy.ndarray, float64, shape (n_snps, K)
-        Ancestral frequencies of the counted allele, in [1e-5, 1 - 1e-5].
-    loglik : float
-        ADMIXTURE's binomial log-likelihood of (Q, P).
-    K : int
     path : str
         Which estimator produced Q (see the module docstring).
-    n_iter : int
-        Likelihood iterations run after the spectral stage (0 if none).
-    converged : bool
-        Whether those iterations met the tolerance (True when none ran).
-    timings : dict
-        Seconds per stage.
-    diagnostics : dict
-        Counts of eigenpairs, candidates and subsets, the refinement decision,
-        and other facts worth logging.
-    history : list
-        Per-iteration records of the likelihood stage.
+    log_lines : list of str
+        The fit's lines of ``PREFIX.K.log``, in order: EM iterations, the
+        estimator and its reasons, the log-likelihood, the CV error and
+        bootstrap (when asked for); :meth:`format_log` joins them.
+    cv : admixspec.ml.crossval.CVResult or None
+        Cross-validation error, when ``cv`` was asked for.
+    bootstrap : admixspec.ml.bootstrap.BootstrapResult or None
+        Bootstrap standard errors and bias of Q, when asked for.
     """
 
-    Q: np.ndarray
-    P: np.ndarray
-    loglik: float
-    K: int
-    path: str
-    n_iter: int = 0
-    converged: bool = True
-    timings: dict = field(default_factory=dict)
-    diagnostics: dict = field(default_factory=dict)
-    history: list = field(default_factory=list)
+    path: str = ""
+    log_lines: list = field(default_factory=list)
+    cv: CVResult | None = None
+    bootstrap: BootstrapResult | None = None
+
+    def format_log(self) -> str:
+        """The fit's log text, one line per entry of :attr:`log_lines`."""
+        return "".join(f"{line}\n" for line in self.log_lines)
+
+    def record(self) -> dict:
+        """JSON-ready facts of the fit (the body of ``PREFIX.K.json``)."""
+        record = {
+            "path": self.path, "loglik": float(self.loglik), "n_iter": int(self.n_iter),
+            "converged": bool(self.converged), "timings": self.timings,
+            "diagnostics": self.diagnostics,
+        }
+        if self.cv is not None:
+            record["cv_error"] = float(self.cv.error)
+            record["cv_fold_errors"] = self.cv.fold_errors.tolist()
+        return record
 
 
 def rare_allele_share(dosage, *, counts=None) -> float:
@@ -282,14 +303,207 @@ def _spectral(G, K, *, counts, windows, n_starts, seed, timings, diagnostics):
     return best.Q
 
 
+#: Estimators :func:`fit_admixture` dispatches to (``"auto"`` picks one).
+METHODS = ("auto", "spectral", "ml", "supervised", "projection")
+#: Starts of plain maximum likelihood (``method="ml"``).
+ML_INITS = ("svd", "random")
+
+
+class _FitLog:
+    """Collects a fit's log lines; records EM iterations and forwards them."""
+
+    def __init__(self, callback=None):
+        self.lines: list[str] = []
+        self.history: list = []
+        self._callback = callback
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+        logger.info("%s", line)
+
+    def iteration(self, info) -> None:
+        # the engine itself logs each iteration; only record it here
+        self.history.append(info)
+        self.lines.append(format_iteration(info))
+        if self._callback is not None:
+            self._callback(info)
+
+    def convergence(self, n_iter: int, converged: bool) -> None:
+        if n_iter:
+            self.add(
+                f"Converged in {n_iter} iterations" if converged else
+                f"Not converged: stopped at the iteration limit ({n_iter} iterations)"
+            )
+
+
+def _resolve_method(method, init, labels, P):
+    """The estimator to run and the ML start, checked against what was given."""
+    if method not in METHODS:
+        raise UsageError(f"method must be one of {METHODS}, got {method!r}")
+    if init not in (None, "spectral", *ML_INITS):
+        raise UsageError(f"init must be 'spectral', 'svd' or 'random', got {init!r}")
+    if method == "auto":
+        method = ("projection" if P is not None else "supervised" if labels is not None
+                  else "ml" if init in ML_INITS else "spectral")
+    if method == "projection" and P is None:
+        raise UsageError("method='projection' needs the fixed allele frequencies P")
+    if method == "supervised" and labels is None:
+        raise UsageError("method='supervised' needs the reference labels")
+    if method != "projection" and P is not None:
+        raise UsageError(f"P is used only by method='projection', not {method!r}")
+    if method != "supervised" and labels is not None:
+        raise UsageError(f"labels are used only by method='supervised', not {method!r}")
+    if method == "ml":
+        init = init or "svd"
+        if init not in ML_INITS:
+            raise UsageError(f"method='ml' starts from 'svd' or 'random', not {init!r}")
+    elif init not in (None, "spectral") and method == "spectral":
+        raise UsageError(f"method='spectral' starts from the spectral estimate, not {init!r}")
+    return method, init
+
+
+def _fit_projection(G, K, P, *, tol, max_iter, threads, log):
+    P = np.clip(np.array(P, dtype=np.float64, ndmin=2), P_MIN, P_MAX)
+    if P.shape[1] != K:
+        raise UsageError(f"P has {P.shape[1]} columns (components) but K={K}")
+    Q = project(G, P, tol=tol, max_iter=max_iter, threads=threads,
+                callback=log.iteration)
+    log.add("Estimator: projection onto fixed P")
+    n_iter = len(log.history)
+    # project() warns when it stops at max_iter; it returns Q only
+    log.convergence(n_iter, n_iter < max_iter)
+    return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads), n_iter,
+                           n_iter < max_iter, path="projection")
+
+
+def _fit_supervised(G, K, labels, *, tol, max_iter, seed, threads, log):
+    fit = fit_supervised(G, K, labels, tol=tol, max_iter=max_iter, seed=seed,
+                         threads=threads, callback=log.iteration)
+    log.add(f"Estimator: supervised maximum likelihood, references {fit.populations}")
+    log.convergence(fit.n_iter, fit.converged)
+    return AdmixtureResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged,
+                           timings=dict(fit.timings), path="supervised",
+                           diagnostics={"populations": list(fit.populations)})
+
+
+def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
+    fit = fit_ml(G, K, init=init, tol=tol, max_iter=max_iter, seed=seed,
+                 threads=threads, callback=log.iteration)
+    log.add(f"Estimator: maximum likelihood from a {init} start")
+    log.convergence(fit.n_iter, fit.converged)
+    return AdmixtureResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged,
+                           timings=dict(fit.timings), path=f"ml-{init}",
+                           diagnostics={"data_passes": float(fit.n_passes)})
+
+
+def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, log,
+                    timings, diagnostics):
+    """Keep the spectral Q (P given Q) or maximise the likelihood from it.
+
+    Returns ``(path, ml, P, loglik)``: ``ml`` is the :class:`MLResult` of a
+    refinement (then ``P`` and ``loglik`` are None), else None.
+    """
+    share = rare_allele_share(G, counts=counts)
+    diagnostics["rare_allele_share"] = share
+    decision, reason = (
+        (refine, "requested") if refine != "auto" else refinement_decision(Q, share)
+    )
+    diagnostics["refine"] = bool(decision)
+    diagnostics["refine_reason"] = reason
+    logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
+    if decision:
+        ml = fit_ml(G, K, Q0=Q, tol=tol, max_iter=max_iter, seed=seed,
+                    callback=log.iteration, threads=threads)
+        return "spectral+ml", ml, None, None
+    clock = time.perf_counter()
+    P, loglik, n_p = _p_given_q(G, Q, threads=threads)
+    timings["p_given_q"] = time.perf_counter() - clock
+    diagnostics["p_iterations"] = int(n_p)
+    return "spectral", None, P, loglik
+
+
+def _log_spectral(log, path, diagnostics):
+    d = diagnostics
+    log.add(f"Estimator: {path}")
+    if "eigenpairs" in d:
+        log.add(
+            f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
+            f"{d['max_frequency']:g}), {d['eigenpairs']} eigenpairs "
+            f"({d['stable_eigenpairs']} Newton-stable), {d['local_maxima']} local maxima, "
+            f"{d['candidates']} candidates, {d['subsets']} subsets searched"
+        )
+    for key in ("refine_reason", "fallback_reason"):
+        if key in d:
+            log.add(f"{key.replace('_', ' ').capitalize()}: {d[key]}")
+
+
+def _fit_spectral_path(G, K, *, refine, tol, max_iter, seed, windows, n_starts,
+                       threads, log):
+    """The default pipeline: spectral estimate, then maybe maximum likelihood."""
+    timings: dict = {}
+    diagnostics: dict = {"version": __version__}
+    counts = allele_counts(G)  # one pass, shared by every stage below
+    if K == 1:
+        Q, P = _single_population(counts, G.shape[0])
+        log.add("Estimator: single-population")
+        return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads),
+                               timings=timings, diagnostics=diagnostics,
+                               path="single-population")
+    Q = _spectral(G, K, counts=counts, windows=windows, n_starts=n_starts,
+                  seed=seed, timings=timings, diagnostics=diagnostics)
+    if Q is None:
+        logger.warning("spectral estimate unavailable (%s); maximum likelihood from the "
+                       "SVD start", diagnostics["fallback_reason"])
+        path, P, loglik = "ml-fallback", None, None
+        ml = fit_ml(G, K, init="svd", tol=tol, max_iter=max_iter, seed=seed,
+                    callback=log.iteration, threads=threads)
+    else:
+        path, ml, P, loglik = _choose_and_fit(
+            G, K, Q, counts=counts, refine=refine, tol=tol, max_iter=max_iter,
+            seed=seed, threads=threads, log=log, timings=timings, diagnostics=diagnostics,
+        )
+    n_iter, converged = 0, True
+    if ml is not None:
+        Q, P, loglik, n_iter, converged = ml.Q, ml.P, ml.loglik, ml.n_iter, ml.converged
+        if not np.isfinite(loglik):  # the engine's record of an unfinished fit
+            loglik = loglikelihood(G, Q, P, threads=threads)
+        timings["likelihood"] = float(ml.timings.get("total", 0.0))
+    _log_spectral(log, path, diagnostics)
+    log.convergence(n_iter, converged)
+    return AdmixtureResult(Q, P, float(loglik), n_iter, converged, timings=timings,
+                           diagnostics=diagnostics, path=path)
+
+
+def _add_cv(result, G, folds, *, seed, threads, log):
+    clock = time.perf_counter()
+    result.cv = cross_validate(G, result.K, folds=folds, seed=seed,
+                               start=(result.Q, result.P), threads=threads)
+    result.timings["cv"] = time.perf_counter() - clock
+    log.add(format_cv(result.K, result.cv))
+
+
+def _add_bootstrap(result, G, replicates, *, seed, threads, log):
+    clock = time.perf_counter()
+    result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
+                                   n_replicates=replicates, seed=seed, threads=threads)
+    result.timings["bootstrap"] = time.perf_counter() - clock
+    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs")
+
+
 def fit_admixture(
     genotypes,
     K: int,
     *,
+    method: str = "auto",
+    init: str | None = None,
+    labels=None,
+    P=None,
     seed: int | None = None,
     refine: bool | str = "auto",
     tol: float = 1e-4,
     max_iter: int = 1000,
+    cv: int | None = None,
+    bootstrap: int | None = None,
     windows=DEFAULT_WINDOWS,
     n_starts: int | None = None,
     threads: int | None = None,
@@ -297,23 +511,50 @@ def fit_admixture(
 ) -> AdmixtureResult:
     """Estimate ancestry proportions Q and ancestral frequencies P.
 
+    The single entry point of every estimator: ``admixspec run`` makes one
+    call of it per K, so a script gets the same Q, P, log-likelihood and log
+    text (:meth:`AdmixtureResult.format_log`) as the command line.
+
     Parameters
     ----------
     genotypes : Genotypes or array_like, int8, shape (n_individuals, n_snps)
         Copies of the counted allele (0/1/2), -1 for missing.
     K : int
         Number of ancestral populations, ``1 <= K < n_individuals``.
+    method : {"auto", "spectral", "ml", "supervised", "projection"}
+        ``"spectral"``: the spectral estimate, refined by maximum likelihood
+        per ``refine`` (paths ``spectral``, ``spectral+ml``, ``ml-fallback``,
+        ``single-population``); ``"ml"``: plain maximum likelihood from the
+        ``init`` start (path ``ml-svd``/``ml-random``); ``"supervised"``:
+        ADMIXTURE's supervised fit with reference ``labels``;
+        ``"projection"``: Q by maximum likelihood with ``P`` fixed.
+        ``"auto"`` (run's behaviour): projection when ``P`` is given, else
+        supervised when ``labels`` are, else ML when ``init`` is ``"svd"`` or
+        ``"random"``, else spectral.
+    init : {"spectral", "svd", "random"}, optional
+        Start of the fit (``--init``); ``"svd"`` or ``"random"`` mean plain ML.
+    labels : sequence of str or None, length n_individuals, optional
+        Reference population per individual, ``None``/``"-"`` for individuals
+        to estimate (see :func:`admixspec.ml.project.fit_supervised`).
+    P : array_like, float, shape (n_snps, K), optional
+        Fixed allele frequencies for projection (e.g. a reference ``.P``).
     seed : int, optional
         Seed for every random choice (eigenpair starts, SNP samples, EM
-        mini-batches); the same seed gives the same output.
+        mini-batches, CV folds, bootstrap resamples); the same seed gives the
+        same output.
     refine : {"auto", True, False}
-        Maximise the likelihood from the spectral estimate: always (True),
-        never (False), or unless :func:`refinement_decision` finds the
-        likelihood flat and the spectral estimate trustworthy ("auto").
+        Spectral method only: maximise the likelihood from the spectral
+        estimate always (True), never (False), or unless
+        :func:`refinement_decision` finds the likelihood flat and the
+        spectral estimate trustworthy ("auto").
     tol : float
         Log-likelihood change that stops EM (ADMIXTURE's ``-C``).
     max_iter : int
         EM iteration limit.
+    cv : int, optional
+        Folds of cross-validation to run on the fit (``--cv``).
+    bootstrap : int, optional
+        Bootstrap replicates for standard errors of Q (``-B``).
     windows : sequence of float
         Upper ends of the minor-allele-frequency windows scanned for the
         moment SNPs (see :func:`admixspec.spectral.estimate.spectral_scan`).
@@ -329,6 +570,12 @@ def fit_admixture(
     -------
     AdmixtureResult
 
+    Raises
+    ------
+    UsageError
+        An unknown ``method``/``init``/``refine``, a method without the input
+        it needs (``P``, ``labels``), or an input it does not use.
+
     Examples
     --------
     >>> from admixspec import simulate_balding_nichols, q_error
@@ -336,68 +583,33 @@ def fit_admixture(
     >>> result = fit_admixture(sim.genotypes, 2, seed=1)
     >>> result.Q.shape, bool(q_error(sim.Q, result.Q) < 0.05)
     ((40, 2), True)
+    >>> result.log_lines[-1] == f"Loglikelihood: {result.loglik:.6f}"
+    True
     """
     if refine not in ("auto", True, False):
         raise UsageError(f"refine must be 'auto', True or False, got {refine!r}")
+    method, init = _resolve_method(method, init, labels, P)
     G = check_dosage(genotypes)
-    m, n = G.shape
-    check_K(K, m)
+    check_K(K, G.shape[0])
     K = int(K)
-    timings: dict = {}
-    diagnostics: dict = {"version": __version__}
     start = time.perf_counter()
-    counts = allele_counts(G)  # one pass, shared by every stage below
-    if K == 1:
-        Q, P = _single_population(counts, m)
-        loglik = loglikelihood(G, Q, P, threads=threads)
-        timings["total"] = time.perf_counter() - start
-        return AdmixtureResult(Q, P, loglik, 1, "single-population", timings=timings,
-                               diagnostics=diagnostics)
-
-    Q = _spectral(G, K, counts=counts, windows=windows, n_starts=n_starts,
-                  seed=seed, timings=timings, diagnostics=diagnostics)
-    ml: MLResult | None = None
-    if Q is None:
-        logger.warning("spectral estimate unavailable (%s); maximum likelihood from the "
-                       "SVD start", diagnostics["fallback_reason"])
-        path = "ml-fallback"
-        ml = fit_ml(G, K, init="svd", tol=tol, max_iter=max_iter, seed=seed,
-                    callback=callback, threads=threads)
+    log = _FitLog(callback)
+    common = {"tol": tol, "max_iter": max_iter, "threads": threads, "log": log}
+    if method == "projection":
+        result = _fit_projection(G, K, P, **common)
+    elif method == "supervised":
+        result = _fit_supervised(G, K, labels, seed=seed, **common)
+    elif method == "ml":
+        result = _fit_plain_ml(G, K, init, seed=seed, **common)
     else:
-        share = rare_allele_share(G, counts=counts)
-        diagnostics["rare_allele_share"] = share
-        decision, reason = (
-            (refine, "requested") if refine != "auto" else refinement_decision(Q, share)
-        )
-        diagnostics["refine"] = bool(decision)
-        diagnostics["refine_reason"] = reason
-        logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
-        if decision:
-            path = "spectral+ml"
-            ml = fit_ml(G, K, Q0=Q, tol=tol, max_iter=max_iter, seed=seed,
-                        callback=callback, threads=threads)
-        else:
-            path = "spectral"
-            clock = time.perf_counter()
-            P, loglik, n_p = _p_given_q(G, Q, threads=threads)
-            timings["p_given_q"] = time.perf_counter() - clock
-            diagnostics["p_iterations"] = int(n_p)
-    if ml is not None:
-        Q, P, loglik = ml.Q, ml.P, ml.loglik
-        if not np.isfinite(loglik):  # the engine's record of an unfinished fit
-            loglik = loglikelihood(G, Q, P, threads=threads)
-        timings["likelihood"] = float(ml.timings.get("total", 0.0))
-    timings["total"] = time.perf_counter() - start
-    logger.info("K=%d: %s estimate, log-likelihood %.6f", K, path, loglik)
-    return AdmixtureResult(
-        Q=Q,
-        P=P,
-        loglik=float(loglik),
-        K=K,
-        path=path,
-        n_iter=0 if ml is None else ml.n_iter,
-        converged=True if ml is None else ml.converged,
-        timings=timings,
-        diagnostics=diagnostics,
-        history=[] if ml is None else list(ml.history),
-    )
+        result = _fit_spectral_path(G, K, refine=refine, seed=seed, windows=windows,
+                                    n_starts=n_starts, **common)
+    logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path, result.loglik)
+    log.add(f"Loglikelihood: {result.loglik:.6f}")
+    if cv:
+        _add_cv(result, G, cv, seed=seed, threads=threads, log=log)
+    if bootstrap:
+        _add_bootstrap(result, G, bootstrap, seed=seed, threads=threads, log=log)
+    result.history, result.log_lines = log.history, log.lines
+    result.timings["total"] = time.perf_counter() - start
+    return result

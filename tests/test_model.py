@@ -1,5 +1,9 @@
 """fit_admixture: the public estimator and the paths it takes."""
 
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -121,3 +125,110 @@ class TestFitAdmixtureInput:
         genotypes.dosage = np.ascontiguousarray(genotypes.dosage.T)
         with pytest.raises(InputError, match="SNP-major"):
             fit_admixture(genotypes, 2, seed=1)
+
+
+def _masked(lines):
+    """Log lines without wall times (they differ between any two runs)."""
+    return [re.sub(r"Elapsed: [0-9.]+", "Elapsed: *", line) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def cli_data_fixture(tmp_path_factory):
+    """A small PLINK data set with reference labels and a P file to project onto."""
+    from admixspec.io import read_genotypes, write_p, write_simulation
+
+    folder = tmp_path_factory.mktemp("dispatch")
+    sim = simulate_balding_nichols(40, 2000, 2, fst=0.2, unadmixed_fraction=0.5, seed=4)
+    write_simulation(sim, folder / "sim", vcf=False)
+    pop = [p if i % 2 == 0 else "-" for i, p in enumerate(sim.populations)]
+    (folder / "sim.pop").write_text("".join(f"{p}\n" for p in pop))
+    # the true P of the SNPs the reader keeps (it drops monomorphic ones)
+    kept = read_genotypes(folder / "sim.bed").variants["id"]
+    rows = sim.genotypes.variants.reset_index().set_index("id").loc[kept, "index"]
+    write_p(folder / "ref.P", sim.P[rows.to_numpy()])
+    return folder
+
+
+class TestFitAdmixtureMatchesRun:
+    """``fit_admixture(..., method=...)`` is what ``admixspec run`` computes and logs."""
+
+    @pytest.mark.parametrize(
+        ("flags", "method"),
+        [
+            ([], "auto"),
+            (["--init", "svd"], "ml"),
+            (["--supervised"], "supervised"),
+            (["--project", "ref.P"], "projection"),
+        ],
+    )
+    def test_same_q_p_loglik_and_log(self, cli_data_fixture, flags, method):
+        from admixspec.cli import main
+        from admixspec.io import read_genotypes, read_p, read_pop, write_p, write_q
+
+        folder = cli_data_fixture
+        flags = [str(folder / f) if f.endswith(".P") else f for f in flags]
+        out = folder / f"run_{method}"
+        assert main(["run", str(folder / "sim.bed"), "-K", "2", "--out", str(out), "-q",
+                     *flags]) == 0
+        genotypes = read_genotypes(folder / "sim.bed")
+        given = {
+            "auto": {},
+            "ml": {"init": "svd"},
+            "supervised": {"labels": read_pop(folder / "sim.pop")},
+            "projection": {"P": read_p(folder / "ref.P")},
+        }[method]
+        result = fit_admixture(genotypes, 2, method=method, seed=43, **given)
+        write_q(folder / "lib.Q", result.Q)
+        write_p(folder / "lib.P", result.P)
+        for kind in ("Q", "P"):
+            assert (folder / f"lib.{kind}").read_bytes() == Path(f"{out}.2.{kind}").read_bytes()
+        record = json.loads(Path(f"{out}.2.json").read_text())
+        assert record["loglik"] == result.loglik
+        assert record["path"] == result.path
+        logged = Path(f"{out}.2.log").read_text().splitlines()
+        # the run's log: its header, the fit's lines, then the wall time
+        assert _masked(logged[-1 - len(result.log_lines) : -1]) == _masked(result.log_lines)
+        assert logged[-1].startswith("Elapsed: ")
+        assert result.log_lines[-1] == f"Loglikelihood: {result.loglik:.6f}"
+
+
+class TestMethodDispatch:
+    def test_auto__picks_the_method_from_the_inputs(self):
+        sim = simulate_balding_nichols(30, 500, 2, fst=0.3, seed=4)
+        G = sim.genotypes.dosage
+        assert fit_admixture(G, 2, P=sim.P).path == "projection"
+        labels = [p if i < 10 else "-" for i, p in enumerate(sim.populations)]
+        assert fit_admixture(G, 2, labels=labels, seed=1).path == "supervised"
+        assert fit_admixture(G, 2, init="random", seed=1).path == "ml-random"
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"method": "em"}, "method must be one of"),
+            ({"method": "projection"}, "needs the fixed allele frequencies"),
+            ({"method": "supervised"}, "needs the reference labels"),
+            ({"method": "ml", "init": "spectral"}, "starts from 'svd' or 'random'"),
+            ({"method": "spectral", "init": "svd"}, "starts from the spectral"),
+            ({"method": "ml", "labels": ["a"] * 30}, "labels are used only"),
+            ({"init": "kmeans"}, "init must be"),
+        ],
+    )
+    def test_inconsistent_arguments__usage_error(self, kwargs, match):
+        sim = simulate_balding_nichols(30, 500, 2, fst=0.3, seed=4)
+        with pytest.raises(UsageError, match=match):
+            fit_admixture(sim.genotypes.dosage, 2, **kwargs)
+
+    def test_projection__p_with_other_k_is_a_usage_error(self):
+        sim = simulate_balding_nichols(30, 500, 3, fst=0.3, seed=4)
+        with pytest.raises(UsageError, match="P has 3 columns"):
+            fit_admixture(sim.genotypes.dosage, 2, P=sim.P)
+
+    def test_cv_and_bootstrap__are_attached_and_logged(self):
+        sim = simulate_balding_nichols(30, 600, 2, fst=0.3, seed=4)
+        result = fit_admixture(sim.genotypes.dosage, 2, init="svd", seed=1, cv=3,
+                               bootstrap=4)
+        assert result.cv.fold_errors.shape == (3,)
+        assert result.bootstrap.Q_se.shape == (30, 2)
+        assert result.log_lines[-2] == f"CV error (K=2): {result.cv.error:.5f}"
+        assert result.log_lines[-1] == "Bootstrap: 4 replicates over blocks of SNPs"
+        assert result.record()["cv_error"] == result.cv.error

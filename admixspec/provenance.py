@@ -1,0 +1,72 @@
+"""What a run records about itself: the head of ``PREFIX.K.log`` and ``PREFIX.K.json``.
+
+A log or JSON file must say how to reproduce it: the admixspec version, the
+command line, the seed, the input and what the filters removed (fastmixture's
+log, msprime's provenance). The command line writes these around the lines of
+:meth:`admixspec.model.AdmixtureResult.format_log`; a script can do the same.
+"""
+
+from __future__ import annotations
+
+from . import __version__
+from .genotypes import Genotypes, filter_lines
+
+__all__ = ["run_header", "run_record"]
+
+
+def run_header(genotypes: Genotypes, *, command: str, seed, source, k_hint) -> list[str]:
+    """The lines that open ``PREFIX.K.log``: version, command, seed, input, filters.
+
+    Parameters
+    ----------
+    genotypes : Genotypes
+        The filtered genotypes that were fitted.
+    command : str
+        The command line (or any description of the call).
+    seed : int or None
+        The seed given to the fit.
+    source : str or os.PathLike
+        The input file.
+    k_hint : admixspec.spectral.estimate.KHint
+        The spectral hint for K of these genotypes.
+
+    Returns
+    -------
+    list of str
+    """
+    lines = [
+        f"admixspec {__version__}",
+        f"Command: {command}",
+        f"Random seed: {seed}",
+        f"Input: {source}",
+        f"Size of G: {genotypes.n_individuals}x{genotypes.n_snps}",
+    ]
+    return lines + filter_lines(genotypes) + [f"Spectral K hint: {k_hint.describe()}"]
+
+
+def run_record(result, genotypes: Genotypes, *, command: str, seed, source, k_hint,
+               seconds: float) -> dict:
+    """The JSON record of one K: the fit's facts plus what reproduces them.
+
+    Parameters
+    ----------
+    result : admixspec.model.AdmixtureResult
+    genotypes, command, seed, source, k_hint
+        As in :func:`run_header`.
+    seconds : float
+        Wall time of this K.
+
+    Returns
+    -------
+    dict
+        :meth:`~admixspec.model.AdmixtureResult.record` and ``version``,
+        ``command``, ``K``, ``seed``, ``input``, ``n_individuals``,
+        ``n_snps``, ``seconds``, ``filters`` (the filter log) and ``k_hint``.
+    """
+    record = result.record()
+    record.update(
+        version=__version__, command=command, K=result.K, seed=seed, input=str(source),
+        n_individuals=genotypes.n_individuals, n_snps=genotypes.n_snps,
+        seconds=seconds, filters=genotypes.filter_log, k_hint=k_hint.K,
+    )
+    return record
