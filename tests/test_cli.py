@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +111,57 @@ class TestSimulate:
             "admixspec simulate: error: argument -K: must be at least 1, got 0 "
             "(see 'admixspec simulate --help')"
         ]
+
+
+class TestUsageErrors:
+    def test_run__empty_K_range_is_one_line_usage_error(self, plink_fixture, tmp_path,
+                                                         capsys):
+        prefix = tmp_path / "out" / "x"
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", str(plink_fixture), "-K", "5-2", "--out", str(prefix)])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            "admixspec run: error: argument -K/--K: empty K range '5-2': write the "
+            "smaller K first, e.g. '2-5' (see 'admixspec run --help')"
+        ]
+        assert not prefix.parent.exists()
+
+    def test_plot__empty_K_range_is_usage_error(self, tmp_path, capsys):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["plot", str(tmp_path / "x"), "-K", "2,6-4", "-o", "x.png"])
+        assert exit_info.value.code == 2
+        assert "empty K range '6-4'" in capsys.readouterr().err
+
+    def test_simulate__without_msprime_one_line_naming_the_extra(
+        self, tmp_path, capsys, monkeypatch
+    ):
+        monkeypatch.setitem(sys.modules, "msprime", None)  # import msprime fails
+        assert_one_line_error(
+            capsys, ["simulate", "--out", tmp_path / "x"], 1,
+            "simulate_admixture needs msprime: pip install 'admixspec[sim]'",
+        )
+        assert list(tmp_path.iterdir()) == []
+
+
+class TestWarnings:
+    @pytest.mark.filterwarnings("always::admixspec.exceptions.ConvergenceWarning")
+    def test_run__warning_is_one_admixspec_line(self, plink_fixture, tmp_path, capsys):
+        code, _, err = run(
+            ["run", plink_fixture, "-K", "2", "--init", "svd", "--max-iter", "2",
+             "--out", tmp_path / "x", "-q"],
+            capsys,
+        )
+        assert code == 0
+        lines = err.splitlines()
+        assert [line for line in lines if "ConvergenceWarning" in line] == [
+            line for line in lines if line.startswith("admixspec: ConvergenceWarning: ")
+        ] != []
+        assert all(line.startswith("admixspec: ") for line in lines), lines
+
+    def test_main__restores_python_warning_display(self, plink_fixture, capsys):
+        before = (warnings.showwarning, warnings.formatwarning)
+        run(["info", plink_fixture], capsys)
+        assert (warnings.showwarning, warnings.formatwarning) == before
 
 
 class TestInfo:
