@@ -168,6 +168,7 @@ def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True):
     -------
     Genotypes
     """
+    from .genotypes import filter_lines
     from .io import read_genotypes
 
     start = time.perf_counter()
@@ -180,7 +181,7 @@ def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True):
         mind=args.mind,
         check=check,
     )
-    for line in _filter_lines(genotypes):
+    for line in filter_lines(genotypes):
         logger.info("%s", line)
     logger.info(
         "read %d individuals x %d SNPs from %s in %.1f s",
@@ -188,20 +189,6 @@ def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True):
         time.perf_counter() - start,
     )
     return genotypes
-
-
-def _filter_lines(genotypes) -> list[str]:
-    lines = []
-    for entry in genotypes.filter_log:
-        if entry["filter"] == "ploidy":
-            if entry["removed"] or entry.get("details", {}).get("haploid_as_homozygous"):
-                lines.append(f"ploidy: {entry['reason']}")
-            continue
-        lines.append(
-            f"{entry['filter']}: removed {entry['removed']} {entry['unit']} "
-            f"({entry['reason']})"
-        )
-    return lines
 
 
 def command_line(argv=None) -> str:
@@ -359,52 +346,9 @@ def _add_info_parser(subparsers) -> None:
     parser.set_defaults(runner=run_info)
 
 
-def genotype_summary(genotypes) -> dict:
-    """A JSON-ready summary of a filtered :class:`Genotypes` (used by ``info``)."""
-    from .filters import snp_statistics
-
-    called, _, missing_rows = snp_statistics(genotypes.dosage)
-    n, m = genotypes.dosage.shape
-    log = {entry["filter"]: entry for entry in genotypes.filter_log}
-    read = log.get("biallelic_snp", {}).get("details", {}).get("records_read", m)
-    removed = {
-        entry["filter"]: {
-            "unit": entry["unit"], "removed": entry["removed"], "reason": entry["reason"]
-        }
-        for entry in genotypes.filter_log
-        if entry["filter"] != "ploidy"
-    }
-    ploidy = log.get("ploidy")
-    if ploidy is None:
-        ploidy_text = {
-            "policy": "PLINK 1 .bed: diploid calls; haploid calls are stored as "
-            "homozygous by PLINK"
-        }
-    else:
-        ploidy_text = {
-            "policy": "haploid calls read as homozygous; half calls and ploidy > 2 "
-            "read as missing",
-            **ploidy.get("details", {}),
-        }
-    return {
-        "input": genotypes.source,
-        "individuals": int(n),
-        "variants_read": int(read),
-        "variants_kept": int(m),
-        "individuals_removed": int(
-            sum(e["removed"] for e in genotypes.filter_log if e["unit"] == "individuals")
-        ),
-        "removed": removed,
-        "missing_fraction": genotypes.missing_fraction,
-        "missing_fraction_per_individual_max": float(missing_rows.max() / m) if m else 0.0,
-        "missing_fraction_per_snp_max": float(1 - called.min() / n) if n and m else 0.0,
-        "ploidy": ploidy_text,
-        "counted_allele": "VCF REF / .bim column 6 (A2); P is its frequency",
-    }
-
-
 def run_info(args: argparse.Namespace) -> int:
     """Print the summary of one input."""
+    from .genotypes import genotype_summary
     from .spectral.estimate import k_hint
 
     genotypes = read_genotypes_from_args(args)
@@ -528,111 +472,35 @@ def _add_run_parser(subparsers) -> None:
     parser.set_defaults(runner=run_run)
 
 
-class _RunLog:
-    """Collects the lines of one PREFIX.K.log and echoes them as progress."""
+def _projection_p(args, genotypes):
+    """The fixed P of ``--project``, checked against the genotypes' SNPs."""
+    from .io import read_p
 
-    def __init__(self, header: list[str]):
-        self.lines = list(header)
-
-    def add(self, line: str, *, echo: bool = True) -> None:
-        self.lines.append(line)
-        if echo:
-            logger.info("%s", line)
-
-    def iteration(self, info) -> None:
-        from .ml.refine import format_iteration
-
-        self.add(format_iteration(info), echo=False)
-        logger.debug("%s", format_iteration(info))
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-def _run_header(args, genotypes, hint) -> list[str]:
-    lines = [
-        f"admixspec {__version__}",
-        f"Command: {command_line(args._argv)}",
-        f"Random seed: {args.seed}",
-        f"Input: {args.input}",
-        f"Size of G: {genotypes.n_individuals}x{genotypes.n_snps}",
-    ]
-    return lines + _filter_lines(genotypes) + [f"Spectral K hint: {hint.describe()}"]
-
-
-def _fit_one(args, genotypes, K, log):
-    """One K: returns (Q, P, loglik, record) for the chosen mode."""
-    from .model import fit_admixture
-    from .ml.project import fit_supervised, project
-    from .ml.refine import fit_ml, format_summary
-    from .ml.likelihood import loglikelihood
-
-    G = genotypes.dosage
-    if args.project:
-        from .io import read_p
-
-        P = read_p(args.project)
-        if P.shape[0] != genotypes.n_snps:
-            raise InputError(
-                f"has {P.shape[0]} SNPs but the genotypes have {genotypes.n_snps} "
-                "(use the same SNPs, in the same order)", path=args.project,
-            )
-        Q = project(G, P, tol=args.tol, max_iter=args.max_iter, threads=args.threads)
-        loglik = loglikelihood(G, Q, P, threads=args.threads)
-        log.add("Estimator: projection onto fixed P")
-        return Q, P, loglik, {"path": "projection"}
-    if args.supervised is not None:
-        from .io import read_pop
-
-        pop_path = args.supervised or _default_prefix(args.input) + ".pop"
-        if not args.supervised:
-            pop_path = str(Path(args.input).with_name(Path(pop_path).name))
-        labels = read_pop(pop_path, n_individuals=genotypes.n_individuals)
-        result = fit_supervised(G, K, labels, tol=args.tol, max_iter=args.max_iter,
-                                seed=args.seed, threads=args.threads, callback=log.iteration)
-        log.add(f"Estimator: supervised maximum likelihood, references {result.populations}")
-        log.add(format_summary(result), echo=False)
-        return result.Q, result.P, result.loglik, {"path": "supervised",
-                                                   "n_iter": result.n_iter}
-    if args.init != "spectral":
-        result = fit_ml(G, K, init=args.init, tol=args.tol, max_iter=args.max_iter,
-                        seed=args.seed, threads=args.threads, callback=log.iteration)
-        log.add(f"Estimator: maximum likelihood from a {args.init} start")
-        log.add(format_summary(result), echo=False)
-        return result.Q, result.P, result.loglik, {
-            "path": f"ml-{args.init}", "n_iter": result.n_iter,
-            "converged": result.converged, "timings": result.timings,
-        }
-    result = fit_admixture(genotypes, K, seed=args.seed, refine=args.refine, tol=args.tol,
-                           max_iter=args.max_iter, threads=args.threads,
-                           callback=log.iteration)
-    d = result.diagnostics
-    log.add(f"Estimator: {result.path}")
-    if "eigenpairs" in d:
-        log.add(
-            f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
-            f"{d['max_frequency']:g}), {d['eigenpairs']} eigenpairs "
-            f"({d['stable_eigenpairs']} Newton-stable), {d['local_maxima']} local maxima, "
-            f"{d['candidates']} candidates, {d['subsets']} subsets searched"
+    P = read_p(args.project)
+    if P.shape[0] != genotypes.n_snps:
+        raise InputError(
+            f"has {P.shape[0]} SNPs but the genotypes have {genotypes.n_snps} "
+            "(use the same SNPs, in the same order)", path=args.project,
         )
-    for key in ("refine_reason", "fallback_reason"):
-        if key in d:
-            log.add(f"{key.replace('_', ' ').capitalize()}: {d[key]}")
-    if result.n_iter:
-        log.add(
-            f"Converged in {result.n_iter} iterations" if result.converged else
-            f"Not converged: stopped at the iteration limit ({result.n_iter} iterations)"
-        )
-    record = {
-        "path": result.path, "n_iter": result.n_iter, "converged": result.converged,
-        "timings": result.timings, "diagnostics": d,
-    }
-    return result.Q, result.P, result.loglik, record
+    return P
+
+
+def _supervised_labels(args, genotypes):
+    """The reference labels of ``--supervised`` (default: the input's .pop)."""
+    from .io import read_pop
+
+    pop_path = args.supervised or _default_prefix(args.input) + ".pop"
+    if not args.supervised:
+        pop_path = str(Path(args.input).with_name(Path(pop_path).name))
+    return read_pop(pop_path, n_individuals=genotypes.n_individuals)
 
 
 def run_run(args: argparse.Namespace) -> int:
+    """Per K, one :func:`admixspec.fit_admixture` call, then its files."""
     from .filters import check_K
     from .io import output_path, write_json, write_p, write_q, write_text
+    from .model import fit_admixture
+    from .provenance import run_header, run_record
     from .spectral.estimate import k_hint
 
     Ks = sorted(set(_flat(args.K)))
@@ -642,46 +510,38 @@ def run_run(args: argparse.Namespace) -> int:
     prefix = args.out or _default_prefix(args.input)
     if Path(prefix).parent != Path("."):
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    cv_errors = {}
     hint = k_hint(genotypes.dosage, seed=args.seed)
     logger.info("Spectral K hint: %s", hint.describe())
+    given = {
+        "P": _projection_p(args, genotypes) if args.project else None,
+        "labels": (None if args.supervised is None or args.project
+                   else _supervised_labels(args, genotypes)),
+    }
+    provenance = {"command": command_line(args._argv), "seed": args.seed,
+                  "source": args.input, "k_hint": hint}
+    cv_errors = {}
     for K in Ks:
         start = time.perf_counter()
-        log = _RunLog(_run_header(args, genotypes, hint))
         logger.info("K=%d: fitting", K)
-        Q, P, loglik, record = _fit_one(args, genotypes, K, log)
-        log.add(f"Loglikelihood: {loglik:.6f}")
-        if args.cv:
-            from .ml.crossval import cross_validate, format_cv
-
-            cv = cross_validate(genotypes.dosage, K, folds=args.cv, seed=args.seed,
-                                start=(Q, P), threads=args.threads)
-            cv_errors[K] = cv.error
-            record["cv_error"] = cv.error
-            record["cv_fold_errors"] = cv.fold_errors.tolist()
-            log.add(format_cv(K, cv))
-        if args.bootstrap:
-            from .ml.bootstrap import bootstrap
-
-            boot = bootstrap(genotypes.dosage, K, Q_ref=Q, P_ref=P,
-                             n_replicates=args.bootstrap, seed=args.seed,
-                             threads=args.threads)
-            write_q(output_path(prefix, K, "Q_se"), boot.Q_se)
-            write_q(output_path(prefix, K, "Q_bias"), boot.Q_bias)
-            log.add(f"Bootstrap: {args.bootstrap} replicates -> "
-                    f"{output_path(prefix, K, 'Q_se')}")
-        seconds = time.perf_counter() - start
-        log.add(f"Elapsed: {seconds:.3f} sec")
-        write_q(output_path(prefix, K, "Q"), Q)
-        write_p(output_path(prefix, K, "P"), P)
-        write_text(output_path(prefix, K, "log"), log.text())
-        record.update(
-            version=__version__, command=command_line(args._argv), K=K, seed=args.seed,
-            input=args.input, n_individuals=genotypes.n_individuals,
-            n_snps=genotypes.n_snps, loglik=loglik, seconds=seconds,
-            filters=genotypes.filter_log, k_hint=hint.K,
+        result = fit_admixture(
+            genotypes, K, init=args.init, seed=args.seed, refine=args.refine,
+            tol=args.tol, max_iter=args.max_iter, cv=args.cv, bootstrap=args.bootstrap,
+            threads=args.threads, **given,
         )
-        write_json(output_path(prefix, K, "json"), record)
+        lines = run_header(genotypes, **provenance) + result.log_lines
+        if result.bootstrap is not None:
+            write_q(output_path(prefix, K, "Q_se"), result.bootstrap.Q_se)
+            write_q(output_path(prefix, K, "Q_bias"), result.bootstrap.Q_bias)
+            lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
+        if result.cv is not None:
+            cv_errors[K] = result.cv.error
+        seconds = time.perf_counter() - start
+        lines.append(f"Elapsed: {seconds:.3f} sec")
+        write_q(output_path(prefix, K, "Q"), result.Q)
+        write_p(output_path(prefix, K, "P"), result.P)
+        write_text(output_path(prefix, K, "log"), "".join(f"{line}\n" for line in lines))
+        write_json(output_path(prefix, K, "json"),
+                   run_record(result, genotypes, seconds=seconds, **provenance))
         logger.info("K=%d: wrote %s.%d.{Q,P,log,json} (%.1f s)", K, prefix, K, seconds)
     if len(cv_errors) > 1:
         best = min(cv_errors, key=cv_errors.get)
