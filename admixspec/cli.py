@@ -498,7 +498,8 @@ def _supervised_labels(args, genotypes):
 def run_run(args: argparse.Namespace) -> int:
     """Per K, one :func:`admixspec.fit_admixture` call, then its files."""
     from .filters import check_K
-    from .io import output_path, write_json, write_p, write_q, write_text
+    from .io import output_path
+    from .io.admixture import format_json, format_matrix, write_all_or_none
     from .model import fit_admixture
     from .provenance import run_header, run_record
     from .spectral.estimate import k_hint
@@ -529,19 +530,25 @@ def run_run(args: argparse.Namespace) -> int:
             threads=args.threads, **given,
         )
         lines = run_header(genotypes, **provenance) + result.log_lines
+        files = {
+            output_path(prefix, K, "Q"): format_matrix(result.Q, "Q"),
+            output_path(prefix, K, "P"): format_matrix(result.P, "P"),
+        }
         if result.bootstrap is not None:
-            write_q(output_path(prefix, K, "Q_se"), result.bootstrap.Q_se)
-            write_q(output_path(prefix, K, "Q_bias"), result.bootstrap.Q_bias)
+            files[output_path(prefix, K, "Q_se")] = format_matrix(result.bootstrap.Q_se)
+            files[output_path(prefix, K, "Q_bias")] = format_matrix(result.bootstrap.Q_bias)
             lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
         if result.cv is not None:
             cv_errors[K] = result.cv.error
         seconds = time.perf_counter() - start
         lines.append(f"Elapsed: {seconds:.3f} sec")
-        write_q(output_path(prefix, K, "Q"), result.Q)
-        write_p(output_path(prefix, K, "P"), result.P)
-        write_text(output_path(prefix, K, "log"), "".join(f"{line}\n" for line in lines))
-        write_json(output_path(prefix, K, "json"),
-                   run_record(result, genotypes, seconds=seconds, **provenance))
+        files[output_path(prefix, K, "log")] = "".join(f"{line}\n" for line in lines)
+        files[output_path(prefix, K, "json")] = format_json(
+            run_record(result, genotypes, seconds=seconds, **provenance)
+        )
+        # One K's outputs appear together or not at all (a full disk part-way
+        # would otherwise leave a .Q without its .P, .log and .json).
+        write_all_or_none(files)
         logger.info("K=%d: wrote %s.%d.{Q,P,log,json} (%.1f s)", K, prefix, K, seconds)
     if len(cv_errors) > 1:
         best = min(cv_errors, key=cv_errors.get)

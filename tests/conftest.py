@@ -21,6 +21,23 @@ def require_realdata(path: Path = HAPMAP3) -> Path:
     return path
 
 
+def failing_on_call(function, call: int, error: BaseException):
+    """``function``, except that call number ``call`` (1-based) raises ``error``.
+
+    Injects a failure part-way, e.g. ``os.fsync`` raising ENOSPC on the third
+    file written, as a full disk would.
+    """
+    calls = []
+
+    def wrapper(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == call:
+            raise error
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
 @pytest.fixture
 def hapmap3_fixture() -> Path:
     """Folder of the ADMIXTURE tutorial's HapMap3 data and ADMIXTURE's outputs."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -14,6 +16,8 @@ import pytest
 from admixspec import InputError, read_genotypes, read_p, read_q, simulate_balding_nichols
 from admixspec.cli import get_parser, main
 from admixspec.io import write_plink, write_vcf
+
+from .conftest import failing_on_call
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -162,6 +166,23 @@ class TestWarnings:
         before = (warnings.showwarning, warnings.formatwarning)
         run(["info", plink_fixture], capsys)
         assert (warnings.showwarning, warnings.formatwarning) == before
+
+
+class TestRunOutputs:
+    def test_run__full_disk_part_way_leaves_none_of_that_K_and_names_the_file(
+        self, plink_fixture, tmp_path, capsys, monkeypatch
+    ):
+        # K=2 writes Q, P, log, json (4 fsyncs); the disk fills on K=3's P.
+        full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        monkeypatch.setattr(os, "fsync", failing_on_call(os.fsync, 6, full))
+        prefix = tmp_path / "out" / "x"
+        assert_one_line_error(
+            capsys, ["run", plink_fixture, "-K", "2-3", "--out", prefix, "-q"], 1,
+            f"{prefix}.3.P: No space left on device",
+        )
+        assert sorted(p.name for p in prefix.parent.iterdir()) == [
+            "x.2.P", "x.2.Q", "x.2.json", "x.2.log"
+        ]
 
 
 class TestInfo:

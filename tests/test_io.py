@@ -36,6 +36,8 @@ from admixspec.io import (
 )
 from admixspec.io.admixture import write_all_or_none
 
+from .conftest import failing_on_call
+
 PLINK = shutil.which("plink1.9") or shutil.which("plink")
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -173,19 +175,6 @@ class TestAtomicWrite:
         assert list(tmp_path.iterdir()) == []
 
 
-def _failing_on_call(function, call: int, error: BaseException):
-    """``function``, except that call number ``call`` (1-based) raises ``error``."""
-    calls = []
-
-    def wrapper(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == call:
-            raise error
-        return function(*args, **kwargs)
-
-    return wrapper
-
-
 class TestWriteAllOrNone:
     NAMES = ("run.3.Q", "run.3.P", "run.3.log", "run.3.json")
 
@@ -201,7 +190,7 @@ class TestWriteAllOrNone:
         self, tmp_path, monkeypatch
     ):
         full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        monkeypatch.setattr(os, "fsync", _failing_on_call(os.fsync, 3, full))
+        monkeypatch.setattr(os, "fsync", failing_on_call(os.fsync, 3, full))
         with pytest.raises(OSError, match="No space left on device") as raised:
             write_all_or_none(self._contents(tmp_path))
         assert raised.value.errno == errno.ENOSPC
@@ -212,7 +201,7 @@ class TestWriteAllOrNone:
         self, tmp_path, monkeypatch
     ):
         denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES))
-        monkeypatch.setattr(os, "replace", _failing_on_call(os.replace, 3, denied))
+        monkeypatch.setattr(os, "replace", failing_on_call(os.replace, 3, denied))
         with pytest.raises(PermissionError) as raised:
             write_all_or_none(self._contents(tmp_path))
         assert raised.value.filename == str(tmp_path / "run.3.log")
@@ -220,7 +209,7 @@ class TestWriteAllOrNone:
 
     def test_write_all_or_none__interrupt_leaves_none(self, tmp_path, monkeypatch):
         monkeypatch.setattr(
-            os, "fsync", _failing_on_call(os.fsync, 2, KeyboardInterrupt())
+            os, "fsync", failing_on_call(os.fsync, 2, KeyboardInterrupt())
         )
         with pytest.raises(KeyboardInterrupt):
             write_all_or_none(self._contents(tmp_path))
