@@ -3,7 +3,9 @@
 Admixture components are identifiable only up to a permutation, so every
 comparison between two Q matrices first matches columns with the Hungarian
 algorithm (:func:`scipy.optimize.linear_sum_assignment`) on the summed
-absolute differences.
+absolute differences. :func:`assign_components` is the one place admixspec
+matches components; the plots (overlap) and the binary latent model's
+``w_error`` (squared distance) call it with their own costs.
 """
 
 from __future__ import annotations
@@ -13,7 +15,37 @@ from scipy.optimize import linear_sum_assignment
 
 from .exceptions import UsageError
 
-__all__ = ["match_components", "q_error"]
+__all__ = ["assign_components", "match_components", "q_error"]
+
+
+def assign_components(cost, *, maximize: bool = False) -> np.ndarray:
+    """Optimal one-to-one assignment of reference to estimated components.
+
+    Parameters
+    ----------
+    cost : array_like, float, shape (K_ref, K_est)
+        ``cost[k, l]``: the cost (or, with ``maximize``, the gain) of matching
+        reference component ``k`` to estimated component ``l``.
+    maximize : bool
+        Maximise the summed entries instead of minimising them.
+
+    Returns
+    -------
+    numpy.ndarray, int64, shape (K_ref,)
+        ``perm[k]``, the estimated component matched to reference component
+        ``k``; -1 for reference components left unmatched (when
+        ``K_est < K_ref``).
+
+    Examples
+    --------
+    >>> assign_components([[5.0, 1.0], [1.0, 5.0], [2.0, 3.0]]).tolist()
+    [1, 0, -1]
+    """
+    cost = np.asarray(cost, dtype=float)
+    rows, cols = linear_sum_assignment(cost, maximize=maximize)
+    perm = np.full(cost.shape[0], -1, dtype=np.int64)
+    perm[rows] = cols
+    return perm
 
 
 def match_components(Q_true, Q_est) -> np.ndarray:
@@ -45,11 +77,7 @@ def match_components(Q_true, Q_est) -> np.ndarray:
         raise UsageError("Q_true and Q_est must be 2-d with the same number of rows")
     if Q_est.shape[1] < Q_true.shape[1]:
         raise UsageError("Q_est needs at least as many columns as Q_true")
-    cost = np.abs(Q_true[:, :, None] - Q_est[:, None, :]).sum(axis=0)
-    rows, cols = linear_sum_assignment(cost)
-    perm = np.empty(len(rows), dtype=np.int64)
-    perm[rows] = cols
-    return perm
+    return assign_components(np.abs(Q_true[:, :, None] - Q_est[:, None, :]).sum(axis=0))
 
 
 def q_error(Q_true, Q_est) -> float:

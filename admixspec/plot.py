@@ -21,9 +21,8 @@ import os
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-
 from .exceptions import InputError, UsageError
+from .metrics import assign_components
 
 __all__ = ["align_components", "ancestry_palette", "plot_ancestry", "plot_cv"]
 
@@ -176,10 +175,10 @@ def align_components(Qs) -> list[np.ndarray]:
         if previous is None:
             perm = np.arange(K, dtype=np.int64)
         else:
-            rows, cols = linear_sum_assignment(_overlap(previous, Q), maximize=True)
+            matched = assign_components(_overlap(previous, Q), maximize=True)
             perm = np.full(max(K, previous.shape[1]), -1, dtype=np.int64)
-            perm[rows] = cols
-            leftover = np.setdiff1d(np.arange(K), cols)
+            perm[: len(matched)] = matched
+            leftover = np.setdiff1d(np.arange(K), matched)
             leftover = leftover[np.argsort(-Q[:, leftover].mean(axis=0), kind="stable")]
             free = np.flatnonzero(perm < 0)
             perm[free[: len(leftover)]] = leftover

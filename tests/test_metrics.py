@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from admixspec.metrics import match_components, q_error
+from admixspec.metrics import assign_components, match_components, q_error
 
 
 class TestMatchComponents:
@@ -29,3 +29,19 @@ class TestQError:
         Q = np.array([[1.0, 0.0], [0.5, 0.5]])
         est = np.array([[0.1, 0.9], [0.5, 0.5]])
         assert q_error(Q, est) == pytest.approx(0.05)
+
+
+class TestAssignComponents:
+    @pytest.mark.parametrize("maximize", [False, True])
+    def test_square__is_the_best_permutation_by_brute_force(self, maximize):
+        import itertools
+
+        cost = np.random.default_rng(3).random((5, 5))
+        sign = -1 if maximize else 1
+        best = min(itertools.permutations(range(5)),
+                   key=lambda p: sign * cost[np.arange(5), list(p)].sum())
+        assert assign_components(cost, maximize=maximize).tolist() == list(best)
+
+    def test_fewer_estimated_components__unmatched_are_minus_one(self):
+        cost = np.array([[0.0, 9.0], [9.0, 0.0], [1.0, 1.0]])
+        assert assign_components(cost).tolist() == [0, 1, -1]

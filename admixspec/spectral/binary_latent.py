@@ -26,10 +26,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp, ndtr
 
 from ..exceptions import ConvergenceWarning, InputError, UsageError
+from ..metrics import assign_components
 from .tensor import TensorEigenpairs, eigenpairs, near_eigenpairs, third_moment
 
 __all__ = [
@@ -176,11 +176,11 @@ def w_error(W_true, W_est) -> float:
     if W_est.shape[1] != W_true.shape[1]:
         raise UsageError(f"shapes differ: {W_true.shape} vs {W_est.shape}")
     cost = ((W_true[:, None, :] - W_est[None, :, :]) ** 2).sum(axis=2)
-    rows, cols = linear_sum_assignment(cost)
-    total = cost[rows, cols].sum()
+    perm = assign_components(cost)
+    matched = perm >= 0
+    total = cost[matched, perm[matched]].sum()
     # unmatched true rows (W_est with fewer rows) count in full
-    missing = np.setdiff1d(np.arange(len(W_true)), rows)
-    total += (W_true[missing] ** 2).sum()
+    total += (W_true[~matched] ** 2).sum()
     return float(total / W_true.size)
 
 
