@@ -222,6 +222,121 @@ def _individual_order(Q: np.ndarray, labels, population_order):
     return np.concatenate(order), groups
 
 
+def _check_panel_inputs(loaded, labels, sample_ids, out):
+    """Labels (read from a file if a path) after checking every size; raises UsageError."""
+    from .io.results import read_population_labels, read_sample_ids
+
+    n = loaded[0][0].shape[0]
+    for Q, source in loaded:
+        if Q.shape[0] != n:
+            raise UsageError(f"{source} has {Q.shape[0]} individuals, the first Q has {n}")
+    if isinstance(sample_ids, (str, os.PathLike)):
+        sample_ids = read_sample_ids(sample_ids)
+    if sample_ids is not None and len(sample_ids) != n:
+        raise UsageError(f"{len(sample_ids)} sample IDs for {n} individuals")
+    if isinstance(labels, (str, os.PathLike)):
+        labels = read_population_labels(labels, sample_ids=sample_ids)
+    if labels is not None and len(labels) != n:
+        raise UsageError(f"{len(labels)} labels for {n} individuals")
+    _check_format(out)
+    return labels
+
+
+def _check_format(out) -> None:
+    if out is not None and Path(out).suffix.lower() not in _FORMATS:
+        raise UsageError(
+            f"cannot tell the figure format from {str(out)!r}: use .png, .pdf or .svg"
+        )
+
+
+def _aligned_panels(loaded, *, align, names):
+    """Panels in K order with aligned columns: (perms, aligned Qs, panel names)."""
+    mats = [Q for Q, _ in loaded]
+    perms = align_components(mats) if align else [np.arange(Q.shape[1]) for Q in mats]
+    order_k = sorted(range(len(mats)), key=lambda j: mats[j].shape[1])
+    aligned = [mats[j][:, perms[j]] for j in order_k]
+    Ks = [Q.shape[1] for Q in aligned]
+    if names is None:
+        panel_names = [f"K={K}" for K in Ks]
+        for i, j in enumerate(order_k):
+            if Ks.count(Ks[i]) > 1:
+                panel_names[i] += f"\n{loaded[j][1]}"
+    else:
+        if len(names) != len(mats):
+            raise UsageError(f"{len(names)} names for {len(mats)} panels")
+        panel_names = [str(names[j]) for j in order_k]
+    return perms, aligned, panel_names
+
+
+def _new_figure(n_panels, n, groups, *, width, panel_height, dpi, title, rotate_labels):
+    """A figure sized for the panels and population names: (figure, axes, rotate)."""
+    from matplotlib.figure import Figure
+
+    if width is None:
+        width = float(np.clip(4.0 + n / 60.0, 6.0, 18.0))
+    if rotate_labels is None:
+        longest = max((len(g[0]) for g in groups), default=0)
+        rotate_labels = len(groups) * (longest + 1) * 0.09 > width
+    bottom_margin = 0.0
+    if groups:
+        longest = max(len(g[0]) for g in groups)
+        bottom_margin = 0.12 * longest + 0.2 if rotate_labels else 0.35
+    height = panel_height * n_panels + bottom_margin + (0.4 if title else 0.1)
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    axes = fig.subplots(n_panels, 1, sharex=True, squeeze=False)[:, 0]
+    fig.subplots_adjust(
+        left=0.8 / width,
+        right=1 - 0.15 / width,
+        top=1 - (0.4 if title else 0.1) / height,
+        bottom=(bottom_margin + 0.05) / height,
+        hspace=0.08,
+    )
+    return fig, list(axes), rotate_labels
+
+
+def _given_axes(ax, n_panels):
+    """The user's axes, one per panel, and their figure."""
+    axes = [ax] if hasattr(ax, "stairs") else list(ax)
+    if len(axes) != n_panels:
+        raise UsageError(f"{len(axes)} axes given for {n_panels} panels (one per K)")
+    return axes[0].figure, axes
+
+
+def _draw_panel(ax, Q, order, groups, name, colours) -> None:
+    """One K: a stacked bar per individual, population boundaries as lines."""
+    n = Q.shape[0]
+    rows = Q[order]
+    totals = rows.sum(1, keepdims=True)
+    top = np.cumsum(rows / np.where(totals > 0, totals, 1), axis=1)
+    edges = np.arange(n + 1)
+    lower = np.zeros(n)
+    for k in range(Q.shape[1]):
+        ax.stairs(top[:, k], edges, baseline=lower, fill=True, color=colours[k],
+                  linewidth=0)
+        lower = top[:, k]
+    for _, start, _ in groups[1:]:
+        ax.axvline(start, color="black", linewidth=0.9)
+    ax.set_xlim(0, n)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([])
+    ax.tick_params(axis="x", length=0)
+    ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=9)
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_linewidth(0.6)
+
+
+def _label_individuals(ax, groups, n, rotate) -> None:
+    """Population names under the bottom panel (or how individuals are grouped)."""
+    if groups:
+        ax.set_xticks([(start + stop) / 2 for _, start, stop in groups])
+        ax.set_xticklabels([g[0] for g in groups], rotation=90 if rotate else 0,
+                           fontsize=8 if rotate else 9)
+        ax.tick_params(axis="x", length=0)
+    else:
+        ax.set_xticks([])
+        ax.set_xlabel(f"{n} individuals, grouped by dominant component")
+
+
 def plot_ancestry(
     Qs,
     *,
@@ -233,6 +348,7 @@ def plot_ancestry(
     align: bool = True,
     sort_panel: int = -1,
     colors=None,
+    ax=None,
     out=None,
     title: str | None = None,
     width: float | None = None,
@@ -274,6 +390,11 @@ def plot_ancestry(
         population's mean dominant component.
     colors : sequence of str, optional
         One colour per aligned component (default :func:`ancestry_palette`).
+    ax : matplotlib.axes.Axes or sequence of them, optional
+        Draw into these axes (one per panel, top to bottom in K order), e.g.
+        a panel of a larger figure; ``width``, ``panel_height`` and ``dpi``
+        then leave the user's figure alone and ``title`` goes on the top axes.
+        Default: a new figure.
     out : str or os.PathLike, optional
         Write the figure here; the format follows the extension (``.png``,
         ``.pdf`` or ``.svg``).
@@ -291,15 +412,17 @@ def plot_ancestry(
     Returns
     -------
     matplotlib.figure.Figure
-        The figure; ``fig.admixspec_permutations`` holds the alignment
-        permutations (input order) and ``fig.admixspec_order`` the plotted
-        order of individuals.
+        The figure (the one holding ``ax`` when given);
+        ``fig.admixspec_permutations`` holds the alignment permutations
+        (input order) and ``fig.admixspec_order`` the plotted order of
+        individuals.
 
     Raises
     ------
     UsageError
-        Inconsistent shapes, unknown populations in ``population_order`` or
-        an unsupported output extension.
+        Inconsistent shapes, unknown populations in ``population_order``, a
+        number of axes other than the number of panels, or an unsupported
+        output extension.
     InputError
         An unreadable Q file.
 
@@ -312,106 +435,29 @@ def plot_ancestry(
     >>> len(fig.axes)
     2
     """
-    from matplotlib.figure import Figure
-
-    from .io.results import read_population_labels, read_sample_ids
-
     loaded = _load_panels(Qs, Ks)
-    mats = [Q for Q, _ in loaded]
-    n = mats[0].shape[0]
-    for (Q, source) in loaded:
-        if Q.shape[0] != n:
-            raise UsageError(
-                f"{source} has {Q.shape[0]} individuals, the first Q has {n}"
-            )
-    if isinstance(sample_ids, (str, os.PathLike)):
-        sample_ids = read_sample_ids(sample_ids)
-    if sample_ids is not None and len(sample_ids) != n:
-        raise UsageError(f"{len(sample_ids)} sample IDs for {n} individuals")
-    if isinstance(labels, (str, os.PathLike)):
-        labels = read_population_labels(labels, sample_ids=sample_ids)
-    if labels is not None and len(labels) != n:
-        raise UsageError(f"{len(labels)} labels for {n} individuals")
-    if out is not None and Path(out).suffix.lower() not in _FORMATS:
-        raise UsageError(
-            f"cannot tell the figure format from {str(out)!r}: use .png, .pdf or .svg"
-        )
-    perms = (
-        align_components(mats) if align else [np.arange(Q.shape[1]) for Q in mats]
-    )
-    order_k = sorted(range(len(mats)), key=lambda j: mats[j].shape[1])
-    aligned = [mats[j][:, perms[j]] for j in order_k]
-    Ks = [Q.shape[1] for Q in aligned]
-    if names is None:
-        panel_names = [f"K={K}" for K in Ks]
-        for i, j in enumerate(order_k):
-            if Ks.count(Ks[i]) > 1:
-                panel_names[i] += f"\n{loaded[j][1]}"
-    else:
-        if len(names) != len(mats):
-            raise UsageError(f"{len(names)} names for {len(mats)} panels")
-        panel_names = [str(names[j]) for j in order_k]
-    colours = list(colors) if colors is not None else ancestry_palette(max(Ks))
-    if len(colours) < max(Ks):
-        raise UsageError(f"{len(colours)} colours for K = {max(Ks)} components")
-
+    labels = _check_panel_inputs(loaded, labels, sample_ids, out)
+    perms, aligned, panel_names = _aligned_panels(loaded, align=align, names=names)
+    K_max = max(Q.shape[1] for Q in aligned)
+    colours = list(colors) if colors is not None else ancestry_palette(K_max)
+    if len(colours) < K_max:
+        raise UsageError(f"{len(colours)} colours for K = {K_max} components")
+    n = aligned[0].shape[0]
     order, groups = _individual_order(aligned[sort_panel], labels, population_order)
-    if width is None:
-        width = float(np.clip(4.0 + n / 60.0, 6.0, 18.0))
-    n_panels = len(aligned)
-    if rotate_labels is None:
-        longest = max((len(g[0]) for g in groups), default=0)
-        rotate_labels = len(groups) * (longest + 1) * 0.09 > width
-    bottom_margin = 0.0
-    if groups:
-        longest = max(len(g[0]) for g in groups)
-        bottom_margin = 0.12 * longest + 0.2 if rotate_labels else 0.35
-    height = panel_height * n_panels + bottom_margin + (0.4 if title else 0.1)
-    fig = Figure(figsize=(width, height), dpi=dpi)
-    axes = fig.subplots(n_panels, 1, sharex=True, squeeze=False)[:, 0]
-    fig.subplots_adjust(
-        left=0.8 / width,
-        right=1 - 0.15 / width,
-        top=1 - (0.4 if title else 0.1) / height,
-        bottom=(bottom_margin + 0.05) / height,
-        hspace=0.08,
-    )
-    edges = np.arange(n + 1)
-    for ax, Q, name in zip(axes, aligned, panel_names):
-        rows = Q[order]
-        totals = rows.sum(1, keepdims=True)
-        rows = rows / np.where(totals > 0, totals, 1)
-        top = np.cumsum(rows, axis=1)
-        lower = np.zeros(n)
-        for k in range(Q.shape[1]):
-            ax.stairs(
-                top[:, k], edges, baseline=lower, fill=True, color=colours[k],
-                linewidth=0,
-            )
-            lower = top[:, k]
-        for _, start, stop in groups[1:]:
-            ax.axvline(start, color="black", linewidth=0.9)
-        ax.set_xlim(0, n)
-        ax.set_ylim(0, 1)
-        ax.set_yticks([])
-        ax.tick_params(axis="x", length=0)
-        ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=9)
-        for side in ("top", "right", "left", "bottom"):
-            ax.spines[side].set_linewidth(0.6)
-    bottom_ax = axes[-1]
-    if groups:
-        bottom_ax.set_xticks([(start + stop) / 2 for _, start, stop in groups])
-        bottom_ax.set_xticklabels(
-            [g[0] for g in groups],
-            rotation=90 if rotate_labels else 0,
-            fontsize=8 if rotate_labels else 9,
+    if ax is None:
+        fig, axes, rotate_labels = _new_figure(
+            len(aligned), n, groups, width=width, panel_height=panel_height, dpi=dpi,
+            title=title, rotate_labels=rotate_labels,
         )
-        bottom_ax.tick_params(axis="x", length=0)
+        if title:
+            fig.suptitle(title)
     else:
-        bottom_ax.set_xticks([])
-        bottom_ax.set_xlabel(f"{n} individuals, grouped by dominant component")
-    if title:
-        fig.suptitle(title)
+        fig, axes = _given_axes(ax, len(aligned))
+        if title:
+            axes[0].set_title(title)
+    for panel_ax, Q, name in zip(axes, aligned, panel_names):
+        _draw_panel(panel_ax, Q, order, groups, name, colours)
+    _label_individuals(axes[-1], groups, n, bool(rotate_labels))
     fig.admixspec_permutations = perms
     fig.admixspec_order = order
     if out is not None:
@@ -455,10 +501,7 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
 
     from .io.results import find_runs, read_run_log
 
-    if out is not None and Path(out).suffix.lower() not in _FORMATS:
-        raise UsageError(
-            f"cannot tell the figure format from {str(out)!r}: use .png, .pdf or .svg"
-        )
+    _check_format(out)
     if isinstance(results, (str, os.PathLike)):
         results = [results]
     if not hasattr(results, "items"):

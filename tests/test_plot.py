@@ -114,6 +114,35 @@ class TestPlotAncestry:
             main = sim.Q[block].mean(0).argmax()
             assert np.all(np.diff(sim.Q[block, main]) <= 0)
 
+    def test_plot_ancestry__draws_into_the_users_axes(self, tmp_path):
+        from matplotlib.figure import Figure
+
+        truth = _nested_truth()
+        user = Figure(figsize=(8, 5))
+        grid = user.subplots(3, 1)
+        grid[0].plot([0, 1], [0, 1])  # the user's own panel stays as it was
+        out = tmp_path / "combined.png"
+        fig = plot_ancestry([truth[3], truth[2]], ax=grid[1:], title="mine", out=out)
+        assert fig is user and len(user.axes) == 3 and len(grid[0].lines) == 1
+        assert [a.get_ylabel() for a in grid[1:]] == ["K=2", "K=3"]
+        assert grid[1].get_title() == "mine"
+        # K = 2 then K = 3: one filled patch per component in each
+        assert [len(a.patches) for a in grid[1:]] == [2, 3]
+        assert tuple(user.get_size_inches()) == (8, 5) and out.stat().st_size > 0
+
+    def test_plot_ancestry__one_axes_for_one_panel(self):
+        from matplotlib.figure import Figure
+
+        axes = Figure().subplots()
+        fig = plot_ancestry(_nested_truth()[4], ax=axes)
+        assert fig is axes.figure and len(axes.patches) == 4
+
+    def test_plot_ancestry__axes_count_must_match_panels(self):
+        from matplotlib.figure import Figure
+
+        with pytest.raises(UsageError, match="1 axes given for 2 panels"):
+            plot_ancestry([_nested_truth()[2], _nested_truth()[3]], ax=Figure().subplots())
+
     @pytest.mark.parametrize("suffix", [".pdf", ".svg"])
     def test_plot_ancestry__writes_vector_formats(self, tmp_path, suffix):
         out = tmp_path / f"bars{suffix}"
