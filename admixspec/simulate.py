@@ -171,6 +171,104 @@ def _mosaic_blocks(rng, weights, length, rate_per_bp):
     return ends, populations
 
 
+def _check_admixture_arguments(K, n_haplotypes, block_rate, bp_per_morgan) -> None:
+    if K < 1:
+        raise UsageError("K must be at least 1")
+    if n_haplotypes < 1:
+        raise UsageError("n_haplotypes must be at least 1")
+    if block_rate <= 0 or bp_per_morgan <= 0:
+        raise UsageError("block_rate and bp_per_morgan must be positive")
+
+
+def _site_genotypes(dosage, positions, counted, other) -> Genotypes:
+    """Genotypes of simulated sites: 1-based positions, ``ind<i>``/``snp<j>`` IDs."""
+    n_individuals, n_sites = dosage.shape
+    genotypes = Genotypes.from_array(
+        np.ascontiguousarray(dosage), samples=[f"ind{i + 1}" for i in range(n_individuals)]
+    )
+    genotypes.variants["pos"] = positions.astype(np.int64) + 1
+    genotypes.variants["id"] = [f"snp{j + 1}" for j in range(n_sites)]
+    genotypes.variants["counted"] = counted
+    genotypes.variants["other"] = other
+    return genotypes
+
+
+def _admixture_proportions(rng, K, n_admixed, alpha, proportions):
+    """W: Dirichlet(alpha) draws, or the given proportions with rows normalised."""
+    if proportions is None:
+        alpha_vector = np.broadcast_to(np.asarray(alpha, dtype=float), (K,))
+        return rng.dirichlet(alpha_vector, size=n_admixed)
+    W = np.asarray(proportions, dtype=float)
+    if W.ndim != 2 or W.shape[1] != K or np.any(W < 0):
+        raise UsageError("proportions must be a non-negative (n, K) array")
+    return W / W.sum(axis=1, keepdims=True)
+
+
+def _ancestral_tree_sequence(msprime, names, *, n_haplotypes, split_time,
+                             population_size, sequence_length, recombination_rate,
+                             mutation_rate, seeds):
+    """K populations split ``split_time`` generations ago, with mutations."""
+    demography = msprime.Demography()
+    for name in names:
+        demography.add_population(name=name, initial_size=population_size)
+    if len(names) > 1:
+        demography.add_population(name="ancestral", initial_size=population_size)
+        demography.add_population_split(time=split_time, derived=names, ancestral="ancestral")
+    ancestry_seed, mutation_seed = seeds
+    tree_sequence = msprime.sim_ancestry(
+        samples=[msprime.SampleSet(n_haplotypes, population=name, ploidy=1) for name in names],
+        demography=demography,
+        sequence_length=sequence_length,
+        recombination_rate=recombination_rate,
+        random_seed=ancestry_seed,
+    )
+    return msprime.sim_mutations(tree_sequence, rate=mutation_rate, random_seed=mutation_seed)
+
+
+def _biallelic_haplotypes(tree_sequence):
+    """Haplotypes (K * n_haplotypes, sites), 1 = derived allele, at biallelic sites.
+
+    Returns (haplotypes int8, positions, ancestral alleles, derived alleles,
+    number of biallelic sites).
+    """
+    haplotypes = tree_sequence.genotype_matrix().T  # (samples, sites), allele indices
+    biallelic = haplotypes.max(axis=0) == 1
+    positions = tree_sequence.tables.sites.position[biallelic]
+    ancestral = _ancestral_states(tree_sequence)[biallelic]
+    derived = _derived_states(tree_sequence)[biallelic]
+    return (haplotypes[:, biallelic].astype(np.int8), positions, ancestral, derived,
+            int(biallelic.sum()))
+
+
+def _mosaic_individuals(rng, W, haplotypes, positions, *, n_haplotypes, length,
+                        rate_per_bp):
+    """Admixed diploids as mosaics of ancestral haplotype blocks.
+
+    Returns the derived-allele dosage, int8 (n_individuals, sites), and the
+    realised ancestry Q (bp fraction from each population).
+    """
+    n_individuals, K = W.shape
+    dosage_alt = np.zeros((n_individuals, haplotypes.shape[1]), dtype=np.int8)
+    realised = np.zeros((n_individuals, K))
+    for i in range(n_individuals):  # individuals x 2 chromosomes: a handful of blocks each
+        for _ in range(2):
+            ends, pops = _mosaic_blocks(rng, W[i], length, rate_per_bp)
+            starts = np.concatenate([[0.0], ends[:-1]])
+            np.add.at(realised[i], pops, ends - starts)
+            sources = pops * n_haplotypes + rng.integers(0, n_haplotypes, size=len(pops))
+            block_of_site = np.searchsorted(ends, positions, side="right")
+            dosage_alt[i] += haplotypes[sources[block_of_site], np.arange(len(positions))]
+    return dosage_alt, realised / realised.sum(axis=1, keepdims=True)
+
+
+def _kept_snps(rng, dosage, n_snps):
+    """Columns polymorphic among the admixed, subsampled to ``n_snps`` in order."""
+    keep = np.flatnonzero(dosage.min(axis=0) != dosage.max(axis=0))
+    if n_snps is not None and n_snps < len(keep):
+        keep = np.sort(rng.choice(keep, size=n_snps, replace=False))
+    return keep
+
+
 def simulate_admixture(
     n_admixed: int = 50,
     K: int = 3,
@@ -271,81 +369,29 @@ def simulate_admixture(
         raise MissingDependencyError(
             "simulate_admixture needs msprime: pip install 'admixspec[sim]'"
         ) from error
-    if K < 1:
-        raise UsageError("K must be at least 1")
-    if n_haplotypes < 1:
-        raise UsageError("n_haplotypes must be at least 1")
-    if block_rate <= 0 or bp_per_morgan <= 0:
-        raise UsageError("block_rate and bp_per_morgan must be positive")
+    _check_admixture_arguments(K, n_haplotypes, block_rate, bp_per_morgan)
     rng = np.random.default_rng(seed)
-    if proportions is None:
-        alpha_vector = np.broadcast_to(np.asarray(alpha, dtype=float), (K,))
-        W = rng.dirichlet(alpha_vector, size=n_admixed)
-    else:
-        W = np.asarray(proportions, dtype=float)
-        if W.ndim != 2 or W.shape[1] != K or np.any(W < 0):
-            raise UsageError("proportions must be a non-negative (n, K) array")
-        W = W / W.sum(axis=1, keepdims=True)
+    W = _admixture_proportions(rng, K, n_admixed, alpha, proportions)
     n_individuals = W.shape[0]
-    ancestry_seed, mutation_seed = (int(x) for x in rng.integers(1, 2**31 - 1, size=2))
-
-    demography = msprime.Demography()
     names = [f"pop{k + 1}" for k in range(K)]
-    for name in names:
-        demography.add_population(name=name, initial_size=population_size)
-    if K > 1:
-        demography.add_population(name="ancestral", initial_size=population_size)
-        demography.add_population_split(time=split_time, derived=names, ancestral="ancestral")
-    tree_sequence = msprime.sim_ancestry(
-        samples=[msprime.SampleSet(n_haplotypes, population=name, ploidy=1) for name in names],
-        demography=demography,
-        sequence_length=sequence_length,
-        recombination_rate=recombination_rate,
-        random_seed=ancestry_seed,
+    tree_sequence = _ancestral_tree_sequence(
+        msprime, names, n_haplotypes=n_haplotypes, split_time=split_time,
+        population_size=population_size, sequence_length=sequence_length,
+        recombination_rate=recombination_rate, mutation_rate=mutation_rate,
+        seeds=tuple(int(x) for x in rng.integers(1, 2**31 - 1, size=2)),
     )
-    tree_sequence = msprime.sim_mutations(
-        tree_sequence, rate=mutation_rate, random_seed=mutation_seed
+    haplotypes, positions, ancestral, derived, n_biallelic = _biallelic_haplotypes(
+        tree_sequence
     )
-
-    # Haplotypes (K * n_haplotypes, sites): 1 = carries a non-ancestral allele.
-    site_table = tree_sequence.tables.sites
-    positions = site_table.position
-    haplotypes = tree_sequence.genotype_matrix().T  # (samples, sites), allele indices
-    biallelic = haplotypes.max(axis=0) == 1
-    ancestral_states = _ancestral_states(tree_sequence)
-    derived_states = _derived_states(tree_sequence)
-    haplotypes = haplotypes[:, biallelic].astype(np.int8)
-    positions = positions[biallelic]
-    ancestral_states = ancestral_states[biallelic]
-    derived_states = derived_states[biallelic]
-
-    # Mosaic admixed chromosomes.
-    rate_per_bp = block_rate / bp_per_morgan
-    dosage_alt = np.zeros((n_individuals, haplotypes.shape[1]), dtype=np.int8)
-    realised = np.zeros((n_individuals, K))
-    for i in range(n_individuals):  # individuals x 2 chromosomes: a handful of blocks each
-        for _ in range(2):
-            ends, pops = _mosaic_blocks(rng, W[i], sequence_length, rate_per_bp)
-            starts = np.concatenate([[0.0], ends[:-1]])
-            np.add.at(realised[i], pops, ends - starts)
-            sources = pops * n_haplotypes + rng.integers(0, n_haplotypes, size=len(pops))
-            block_of_site = np.searchsorted(ends, positions, side="right")
-            dosage_alt[i] += haplotypes[sources[block_of_site], np.arange(len(positions))]
-    Q = realised / realised.sum(axis=1, keepdims=True)
-    P = 1.0 - haplotypes.reshape(K, n_haplotypes, -1).mean(axis=1).T  # ancestral allele
-    dosage = (2 - dosage_alt).astype(np.int8)
-
-    polymorphic = (dosage.min(axis=0) != dosage.max(axis=0))
-    keep = np.flatnonzero(polymorphic)
-    if n_snps is not None and n_snps < len(keep):
-        keep = np.sort(rng.choice(keep, size=n_snps, replace=False))
-    dosage = np.ascontiguousarray(dosage[:, keep])
-    P = P[keep]
-    genotypes = Genotypes.from_array(dosage, samples=[f"ind{i + 1}" for i in range(n_individuals)])
-    genotypes.variants["pos"] = positions[keep].astype(np.int64) + 1
-    genotypes.variants["id"] = [f"snp{j + 1}" for j in range(len(keep))]
-    genotypes.variants["counted"] = ancestral_states[keep]
-    genotypes.variants["other"] = derived_states[keep]
+    dosage_alt, Q = _mosaic_individuals(
+        rng, W, haplotypes, positions, n_haplotypes=n_haplotypes,
+        length=sequence_length, rate_per_bp=block_rate / bp_per_morgan,
+    )
+    dosage = (2 - dosage_alt).astype(np.int8)  # copies of the ancestral allele
+    keep = _kept_snps(rng, dosage, n_snps)
+    P = 1.0 - haplotypes.reshape(K, n_haplotypes, -1).mean(axis=1).T[keep]
+    genotypes = _site_genotypes(dosage[:, keep], positions[keep], ancestral[keep],
+                                derived[keep])
     populations = np.array([names[k] for k in Q.argmax(axis=1)])
     parameters = {
         "model": "msprime_admixture",
@@ -365,8 +411,8 @@ def simulate_admixture(
         "seed": seed,
         "msprime_version": msprime.__version__,
         "dirichlet_proportions": W.tolist(),
-        "n_sites_simulated": int(site_table.num_rows),
-        "n_biallelic_sites": int(biallelic.sum()),
+        "n_sites_simulated": int(tree_sequence.num_sites),
+        "n_biallelic_sites": n_biallelic,
     }
     return SimulatedData(genotypes, Q, P, populations, parameters)
 
