@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -100,3 +101,88 @@ class TestWorkflow:
         assert summary["loglik"].notna().all() and summary["cv_error"].notna().all()
         assert summary["best"].sum() == 1
         assert summary["loglik"].iloc[-1] > summary["loglik"].iloc[0]
+
+
+ENV_FILE = ROOT / "workflows" / "envs" / "admixspec.yaml"
+
+# A stand-in for conda (none is installed here, and conda's channels are out of
+# reach): it answers snakemake's checks and, for `conda env create`, records the
+# environment file it was given and the ADMIXSPEC_SOURCE it sees, then makes
+# the environment's folder. Building the environment for real needs conda.
+FAKE_CONDA = """#!{python}
+import json, os, shutil, sys
+args = sys.argv[1:]
+if args[:2] == ["info", "--json"]:
+    print(json.dumps({{"conda_prefix": {prefix!r}, "platform": "linux-64"}}))
+elif args == ["--version"]:
+    print("conda 24.7.1")
+elif args[:2] == ["config", "--get"]:
+    print(json.dumps({{"get": {{"channel_priority": "strict"}}}}))
+elif args[:2] == ["env", "create"]:
+    env_file = args[args.index("--file") + 1].strip('"')
+    shutil.copy(env_file, {record!r})
+    with open({record!r} + ".source", "w") as handle:
+        handle.write(os.environ.get("ADMIXSPEC_SOURCE", ""))
+    os.makedirs(args[args.index("--prefix") + 1].strip('"'))
+elif args[0] != "clean":
+    sys.exit(f"fake conda: unexpected arguments {{args}}")
+"""
+
+
+def _conda_dependencies() -> dict[str, str]:
+    yaml = pytest.importorskip("yaml")
+    env = yaml.safe_load(ENV_FILE.read_text())
+    return {
+        name: bound
+        for name, bound in (
+            entry.split(" ", 1) if " " in entry else (entry, "")
+            for entry in env["dependencies"]
+            if isinstance(entry, str)
+        )
+    }
+
+
+class TestCondaEnvironment:
+    def test_env_file__has_every_runtime_dependency_at_pyprojects_bound(self):
+        tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+        conda = _conda_dependencies()
+        for requirement in project["dependencies"]:
+            name, bound = re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", requirement).groups()
+            assert conda.get(name) == bound, f"{name}: conda {conda.get(name)!r}"
+        assert conda["python"] == project["requires-python"]
+
+    def test_use_conda__every_rule_gets_the_env_with_this_checkout_as_source(
+        self, tmp_path
+    ):
+        yaml = pytest.importorskip("yaml")
+        conda = tmp_path / "conda" / "bin" / "conda"
+        conda.parent.mkdir(parents=True)
+        record = tmp_path / "env-given-to-conda.yaml"
+        conda.write_text(FAKE_CONDA.format(
+            python=sys.executable, prefix=str(conda.parent.parent), record=str(record),
+        ))
+        conda.chmod(0o755)
+        env = dict(os.environ, PATH=f"{conda.parent}{os.pathsep}{BIN}{os.pathsep}"
+                   f"{os.environ.get('PATH', '')}")
+        env.pop("ADMIXSPEC_SOURCE", None)
+        result = subprocess.run(
+            [_snakemake(), "-s", str(ROOT / "workflows" / "Snakefile"), "--cores", "1",
+             "--configfile", str(_write_config(tmp_path)), "--directory", str(tmp_path),
+             "--use-conda", "--conda-create-envs-only"],
+            capture_output=True, text=True, env=env, timeout=300,
+        )
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        given = yaml.safe_load(record.read_text())
+        assert given == yaml.safe_load(ENV_FILE.read_text())
+        # conda passes the pip lines to pip, which expands ${ADMIXSPEC_SOURCE}
+        pip = next(entry["pip"] for entry in given["dependencies"] if isinstance(entry, dict))
+        source = Path(record.with_name(record.name + ".source").read_text())
+        assert pip == ["-e ${ADMIXSPEC_SOURCE}"] and source == ROOT
+
+    def test_rules__each_declares_the_env(self):
+        rules = (ROOT / "workflows" / "rules" / "admixspec.smk").read_text()
+        blocks = re.split(r"^rule ", rules, flags=re.M)[1:]
+        assert len(blocks) == 3
+        for block in blocks:
+            assert re.search(r"^    conda:\n        ADMIXSPEC_ENV$", block, re.M), block[:40]

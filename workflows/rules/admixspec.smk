@@ -2,9 +2,19 @@
 #
 # The single rule to copy into your own Snakefile is `admixspec_run`: one
 # ADMIXTURE-style fit per K, with cross-validation; see docs/workflow.md.
+#
+# Every rule declares its software environment, envs/admixspec.yaml, so that
+# `snakemake --use-conda` builds it (admixspec and its dependencies) wherever
+# the jobs run; without --use-conda the `admixspec` on PATH is used.
 
+import os
 import shlex
 from pathlib import Path
+
+# envs/admixspec.yaml pip-installs admixspec from this checkout (the folder
+# above workflows/); a value already in the environment wins.
+os.environ.setdefault("ADMIXSPEC_SOURCE", str(Path(workflow.current_basedir).parents[1]))
+ADMIXSPEC_ENV = "../envs/admixspec.yaml"
 
 
 def _admixspec_genotype_files(path):
@@ -41,6 +51,8 @@ rule admixspec_run:
     threads: int(config.get("threads", 1))
     log:
         ADMIXSPEC_PREFIX + ".{K}.stderr",
+    conda:
+        ADMIXSPEC_ENV
     shell:
         "admixspec run {input[0]:q} -K {wildcards.K} --out {params.prefix:q}"
         " --seed {params.seed} -j {threads} {params.cv} {params.options} 2> {log:q}"
@@ -72,6 +84,8 @@ rule admixspec_plot:
             if ADMIXSPEC_CV
             else ""
         ),
+    conda:
+        ADMIXSPEC_ENV
     shell:
         "admixspec plot {input.Q:q} {params.labels} {params.order}"
         " --out {output.bars:q} {params.cv}"
@@ -86,5 +100,7 @@ rule admixspec_summary:
     params:
         prefix=ADMIXSPEC_PREFIX,
         Ks=" ".join(map(str, ADMIXSPEC_KS)),
+    conda:
+        ADMIXSPEC_ENV
     shell:
         "admixspec summary {params.prefix:q} -K {params.Ks} --out {output:q}"
