@@ -690,6 +690,130 @@ def _first_equal_column(U, rtol):
     return np.argmax(same, axis=1)
 
 
+def _check_fit_arguments(X, method, score, split, sigma) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise InputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise InputError("X contains non-finite values")
+    if method not in ("spectral", "spectral+wls"):
+        raise UsageError(f"method must be 'spectral' or 'spectral+wls', got {method!r}")
+    if score not in ("ks", "round"):
+        raise UsageError(f"score must be 'ks' or 'round', got {score!r}")
+    if split not in ("none", "half"):
+        raise UsageError(f"split must be 'none' or 'half', got {split!r}")
+    if sigma is not None and sigma < 0:
+        raise UsageError(f"sigma must be >= 0, got {sigma}")
+    return X
+
+
+def _dimension_and_noise(X, d, sigma):
+    """``(d, sigma)``, each estimated when not given; checked against X's shape."""
+    if d is None or sigma is None:
+        if sigma == 0:
+            s = np.linalg.svd(X, compute_uv=False)
+            d_est = int(np.sum(s > 1e-10 * s[0]))
+            s_est = 0.0
+        else:
+            d_est, s_est = estimate_rank_and_noise(X)
+        d = d_est if d is None else d
+        sigma = s_est if sigma is None else sigma
+        logger.info("estimated d=%d sigma=%.4g", d, sigma)
+    d, sigma = int(d), float(sigma)
+    n, m = X.shape
+    if not 1 <= d <= m:
+        raise UsageError(f"d must be in [1, m={m}], got {d}")
+    if n < 2 * d:
+        raise InputError(f"too few samples ({n}) for d = {d}")
+    return d, sigma
+
+
+def _eigen_candidates(T, K, ep, d, sigma, *, tau, near_pairs, near_residual, rng, info):
+    """Candidate rows of V from the eigenpairs (and near-eigenpairs) of T.
+
+    Returns ``(candidates (c, m), lam (c,), index (c,))``; ``index`` is the
+    eigenpair's, or ``-1 - j`` for near-eigenpair ``j``.
+    """
+    near_U, near_lam = np.zeros((0, d)), np.zeros(0)
+    if near_pairs and sigma > 0:
+        near_U, near_lam = _near_candidates(T, ep, tau, near_residual, rng)
+    keep = np.flatnonzero(ep.values >= 1.0 - tau)
+    if len(keep) + len(near_lam) < d:
+        warnings.warn(
+            f"only {len(keep) + len(near_lam)} (near-)eigenpairs with lambda >= 1 - tau; "
+            f"using all {len(ep)} eigenpairs with lambda > 0 as candidates",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+        keep = np.flatnonzero(ep.values > 1e-12)
+    if len(keep) + len(near_lam) < d:
+        raise InputError(
+            f"found only {len(keep) + len(near_lam)} usable tensor eigenpairs, fewer "
+            f"than d = {d}"
+        )
+    info["n_eigenpairs"], info["n_candidates"] = len(ep), len(keep)
+    if near_pairs and sigma > 0:
+        info["n_near_pairs"] = len(near_lam)
+    U = np.vstack([ep.vectors[keep], near_U])
+    lam = np.concatenate([ep.values[keep], near_lam])
+    keep = np.concatenate([keep, -1 - np.arange(len(near_lam))])
+    return (K @ U.T / lam).T, lam, keep
+
+
+class _Candidates:
+    """Candidate rows with their values, origins, scores and binary z-scores."""
+
+    def __init__(self, rows, lam, index, scores, binary_z):
+        self.rows, self.lam, self.index = rows, lam, index
+        self.scores, self.binary_z = scores, binary_z
+
+    def extend_by_random_starts(self, Z, K, X_score, x_mean, sigma, *, score, n_starts,
+                                binary_test, rng) -> int:
+        """Add the distinct polished random starts that pass the binary test."""
+        extra = _random_start_minima(Z, K, sigma, n_starts, rng)
+        extra_lam = 1.0 / np.sqrt(x_mean @ extra.T)
+        extra_scores, extra_z = _score_candidates(X_score, extra, extra_lam, sigma, score)
+        new = (extra_z <= binary_test) & _new_rows(self.rows[self.binary_z <= binary_test],
+                                                   extra)
+        if np.any(new):
+            first_index = min(0, int(self.index.min()))
+            self.index = np.concatenate([self.index,
+                                         first_index - 1 - np.arange(int(new.sum()))])
+            self.rows = np.vstack([self.rows, extra[new]])
+            self.lam = np.concatenate([self.lam, extra_lam[new]])
+            self.scores = np.concatenate([self.scores, extra_scores[new]])
+            self.binary_z = np.concatenate([self.binary_z, extra_z[new]])
+        return int(new.sum())
+
+
+def _select_candidates(c, d, sigma, X_score, *, binary_tol, binary_test, rng, info):
+    """Indices of the d candidates chosen: by score, binary test, then likelihood."""
+    if sigma == 0:
+        binary = np.flatnonzero(c.scores <= binary_tol)
+        info["n_binary"] = len(binary)
+        if len(binary) != d:
+            warnings.warn(
+                f"{len(binary)} candidates satisfy the exact binary constraint "
+                f"(expected d = {d}); taking the {d} closest to binary",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+    order = np.argsort(c.scores, kind="stable")
+    n_pass = 0
+    if binary_test is not None and sigma > 0:
+        # candidates whose binary residual is significantly positive go last
+        failed = c.binary_z[order] > binary_test
+        info["n_failed_binary_test"] = int(failed.sum())
+        n_pass = len(order) - int(failed.sum())
+        order = np.concatenate([order[~failed], order[failed]])
+    if n_pass > d and d <= _MAX_SUBSET_SEARCH_D:
+        # more candidates pass than are needed: the model's likelihood decides
+        sel, info["subset_swaps"] = _likelihood_subset(X_score, c.rows, order[:n_pass], d,
+                                                       sigma, rng)
+        return sel
+    return order[:d]
+
+
 def fit_binary_latent(
     X,
     d: int | None = None,
@@ -787,71 +911,21 @@ def fit_binary_latent(
     >>> fit.W.shape, w_error(data.W, fit.W) < 1e-3
     ((3, 10), True)
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise InputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-    if not np.isfinite(X).all():
-        raise InputError("X contains non-finite values")
-    if method not in ("spectral", "spectral+wls"):
-        raise UsageError(f"method must be 'spectral' or 'spectral+wls', got {method!r}")
-    if score not in ("ks", "round"):
-        raise UsageError(f"score must be 'ks' or 'round', got {score!r}")
-    if split not in ("none", "half"):
-        raise UsageError(f"split must be 'none' or 'half', got {split!r}")
-    n, m = X.shape
+    X = _check_fit_arguments(X, method, score, split, sigma)
     rng = np.random.default_rng(seed)
     estimated = {"d": d is None, "sigma": sigma is None}
-    if sigma is not None and sigma < 0:
-        raise UsageError(f"sigma must be >= 0, got {sigma}")
-    if d is None or sigma is None:
-        if sigma == 0:
-            s = np.linalg.svd(X, compute_uv=False)
-            d_est = int(np.sum(s > 1e-10 * s[0]))
-            s_est = 0.0
-        else:
-            d_est, s_est = estimate_rank_and_noise(X)
-        d = d_est if d is None else d
-        sigma = s_est if sigma is None else sigma
-        logger.info("estimated d=%d sigma=%.4g", d, sigma)
-    d = int(d)
-    sigma = float(sigma)
-    if not 1 <= d <= m:
-        raise UsageError(f"d must be in [1, m={m}], got {d}")
-    if n < 2 * d:
-        raise InputError(f"too few samples ({n}) for d = {d}")
-
+    d, sigma = _dimension_and_noise(X, d, sigma)
     if split == "half" and sigma > 0:
-        perm = rng.permutation(n)
-        X_mom, X_score = X[perm[: n // 2]], X[perm[n // 2 :]]
+        perm = rng.permutation(len(X))
+        X_mom, X_score = X[perm[: len(X) // 2]], X[perm[len(X) // 2 :]]
     else:
         X_mom = X_score = X
 
     K, T, Z = _whitened_moments(X_mom, d, sigma)
     ep = eigenpairs(T, n_starts=n_starts, seed=rng)
-    near_U, near_lam = np.zeros((0, d)), np.zeros(0)
-    if near_pairs and sigma > 0:
-        near_U, near_lam = _near_candidates(T, ep, tau, near_residual, rng)
-    keep = np.flatnonzero(ep.values >= 1.0 - tau)
-    if len(keep) + len(near_lam) < d:
-        warnings.warn(
-            f"only {len(keep) + len(near_lam)} (near-)eigenpairs with lambda >= 1 - tau; "
-            f"using all {len(ep)} eigenpairs with lambda > 0 as candidates",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-        keep = np.flatnonzero(ep.values > 1e-12)
-    if len(keep) + len(near_lam) < d:
-        raise InputError(
-            f"found only {len(keep) + len(near_lam)} usable tensor eigenpairs, fewer "
-            f"than d = {d}"
-        )
-    info = {"n_eigenpairs": len(ep), "n_candidates": len(keep)}
-    if near_pairs and sigma > 0:
-        info["n_near_pairs"] = len(near_lam)
-    U = np.vstack([ep.vectors[keep], near_U])
-    lam = np.concatenate([ep.values[keep], near_lam])
-    keep = np.concatenate([keep, -1 - np.arange(len(near_lam))])
-    cand = (K @ U.T / lam).T  # (c, m)
+    info: dict = {}
+    cand, lam, keep = _eigen_candidates(T, K, ep, d, sigma, tau=tau, near_pairs=near_pairs,
+                                        near_residual=near_residual, rng=rng, info=info)
     x_mean = X_score.mean(axis=0)
     if polish and sigma > 0:
         cand, lam, keep, moved = _polished(Z, x_mean, K, cand, lam, keep, sigma, rng)
@@ -860,53 +934,23 @@ def fit_binary_latent(
             raise InputError(
                 f"only {len(cand)} distinct candidates after polishing, fewer than d = {d}"
             )
-    scores, binary_z = _score_candidates(X_score, cand, lam, sigma, score)
+    c = _Candidates(cand, lam, keep, *_score_candidates(X_score, cand, lam, sigma, score))
     testing = binary_test is not None and sigma > 0
-    if testing and polish and random_starts and np.sum(binary_z <= binary_test) < d:
-        extra = _random_start_minima(Z, K, sigma, int(random_starts) * d, rng)
-        extra_lam = 1.0 / np.sqrt(x_mean @ extra.T)
-        extra_scores, extra_z = _score_candidates(X_score, extra, extra_lam, sigma, score)
-        new = (extra_z <= binary_test) & _new_rows(cand[binary_z <= binary_test], extra)
-        extra, extra_lam = extra[new], extra_lam[new]
-        extra_scores, extra_z = extra_scores[new], extra_z[new]
-        info["n_random_start"] = len(extra)
-        if len(extra):
-            first_index = min(0, int(keep.min()))
-            keep = np.concatenate([keep, first_index - 1 - np.arange(len(extra))])
-            cand, lam = np.vstack([cand, extra]), np.concatenate([lam, extra_lam])
-            scores = np.concatenate([scores, extra_scores])
-            binary_z = np.concatenate([binary_z, extra_z])
-    if sigma == 0:
-        binary = np.flatnonzero(scores <= binary_tol)
-        info["n_binary"] = len(binary)
-        if len(binary) != d:
-            warnings.warn(
-                f"{len(binary)} candidates satisfy the exact binary constraint "
-                f"(expected d = {d}); taking the {d} closest to binary",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-    order = np.argsort(scores, kind="stable")
-    n_pass = 0
-    if testing:
-        # candidates whose binary residual is significantly positive go last
-        failed = binary_z[order] > binary_test
-        info["n_failed_binary_test"] = int(failed.sum())
-        n_pass = len(order) - int(failed.sum())
-        order = np.concatenate([order[~failed], order[failed]])
-    sel = order[:d]
-    if n_pass > d and d <= _MAX_SUBSET_SEARCH_D:
-        # more candidates pass than are needed: the model's likelihood decides
-        sel, info["subset_swaps"] = _likelihood_subset(X_score, cand, order[:n_pass], d,
-                                                       sigma, rng)
-    V = cand[sel].T  # (m, d)
+    if testing and polish and random_starts and np.sum(c.binary_z <= binary_test) < d:
+        info["n_random_start"] = c.extend_by_random_starts(
+            Z, K, X_score, x_mean, sigma, score=score, n_starts=int(random_starts) * d,
+            binary_test=binary_test, rng=rng,
+        )
+    sel = _select_candidates(c, d, sigma, X_score, binary_tol=binary_tol,
+                             binary_test=binary_test, rng=rng, info=info)
+    V = c.rows[sel].T  # (m, d)
     W = np.linalg.pinv(V)
     if method == "spectral+wls" and sigma > 0:
         W = wls_step(X, W, sigma)
     return BinaryLatentResult(
         W=W, V=V, d=d, sigma=sigma, estimated=estimated, eigenpairs=ep, tensor=T, K=K,
-        candidates=cand, candidate_values=lam, candidate_index=keep, scores=scores,
-        binary_z=binary_z, selected=sel, method=method, score=score if sigma > 0 else "binary",
+        candidates=c.rows, candidate_values=c.lam, candidate_index=c.index,
+        scores=c.scores, binary_z=c.binary_z, selected=sel, method=method, score=score if sigma > 0 else "binary",
         split=split if sigma > 0 else "none", info=info,
     )
 
