@@ -110,6 +110,57 @@ def _is_snp_allele(alleles: pd.Series) -> np.ndarray:
     return (np.char.str_len(values) == 1) & ~np.isin(values, ["*", "-", "."])
 
 
+def _sample_rows(fam, samples, fam_path) -> np.ndarray:
+    """Rows of the requested IIDs (all of which must exist), in file order."""
+    if samples is None:
+        return np.arange(len(fam))
+    iids = fam["iid"].to_numpy()
+    unknown = [s for s in samples if s not in set(iids)]
+    if unknown:
+        raise InputError(
+            f"{len(unknown)} requested sample(s) not in the .fam file "
+            f"(first: {unknown[0]!r})",
+            path=fam_path,
+        )
+    return np.flatnonzero(np.isin(iids, list(samples)))
+
+
+def _snp_columns(bim, positions, region):
+    """``.bim`` rows in the region with single-character alleles.
+
+    Returns (columns, variants in the region, of which not SNPs).
+    """
+    columns_mask = np.ones(len(bim), dtype=bool)
+    if region is not None:
+        from .vcf import parse_region
+
+        chrom, start, end = parse_region(region)
+        columns_mask &= bim["chrom"].to_numpy() == chrom
+        if start is not None:
+            columns_mask &= positions >= start
+        if end is not None:
+            columns_mask &= positions <= end
+    in_region = int(columns_mask.sum())
+    snp = _is_snp_allele(bim["a1"]) & _is_snp_allele(bim["a2"])
+    not_snp = int(np.count_nonzero(columns_mask & ~snp))
+    return np.flatnonzero(columns_mask & snp), in_region, not_snp
+
+
+def _read_bed(bed_path, n_samples, n_variants, rows, columns, num_threads) -> np.ndarray:
+    """Copies of the A2 allele, int8 (rows, columns), -1 missing (bed-reader)."""
+    from bed_reader import open_bed
+
+    if not (len(rows) and len(columns)):
+        return np.zeros((len(rows), len(columns)), dtype=np.int8)
+    with open_bed(
+        bed_path, iid_count=n_samples, sid_count=n_variants, count_A1=False,
+        num_threads=num_threads, skip_format_check=True,
+    ) as bed:
+        dosage = bed.read(index=np.s_[rows, columns], dtype="int8", order="C")
+    dosage[dosage == -127] = MISSING
+    return dosage
+
+
 def read_plink(
     path,
     *,
@@ -140,8 +191,6 @@ def read_plink(
         ``"biallelic_snp"`` entry of ``filter_log``; single-character allele
         codes of any kind (ACGT, 1/2, 0 for a missing allele) are kept.
     """
-    from bed_reader import open_bed
-
     prefix = plink_prefix(path)
     bed_path = Path(str(prefix) + ".bed")
     if not bed_path.exists() and not Path(str(prefix) + ".bim").exists():
@@ -154,43 +203,9 @@ def read_plink(
     except ValueError:
         raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
 
-    rows = np.arange(len(fam))
-    if samples is not None:
-        iids = fam["iid"].to_numpy()
-        unknown = [s for s in samples if s not in set(iids)]
-        if unknown:
-            raise InputError(
-                f"{len(unknown)} requested sample(s) not in the .fam file "
-                f"(first: {unknown[0]!r})",
-                path=str(prefix) + ".fam",
-            )
-        rows = np.flatnonzero(np.isin(iids, list(samples)))
-
-    columns_mask = np.ones(len(bim), dtype=bool)
-    if region is not None:
-        from .vcf import parse_region
-
-        chrom, start, end = parse_region(region)
-        columns_mask &= bim["chrom"].to_numpy() == chrom
-        if start is not None:
-            columns_mask &= positions >= start
-        if end is not None:
-            columns_mask &= positions <= end
-    in_region = int(columns_mask.sum())
-    snp = _is_snp_allele(bim["a1"]) & _is_snp_allele(bim["a2"])
-    not_snp = int(np.count_nonzero(columns_mask & ~snp))
-    columns_mask &= snp
-    columns = np.flatnonzero(columns_mask)
-
-    if len(rows) and len(columns):
-        with open_bed(
-            bed_path, iid_count=len(fam), sid_count=len(bim), count_A1=False,
-            num_threads=num_threads, skip_format_check=True,
-        ) as bed:
-            dosage = bed.read(index=np.s_[rows, columns], dtype="int8", order="C")
-        dosage[dosage == -127] = MISSING
-    else:
-        dosage = np.zeros((len(rows), len(columns)), dtype=np.int8)
+    rows = _sample_rows(fam, samples, str(prefix) + ".fam")
+    columns, in_region, not_snp = _snp_columns(bim, positions, region)
+    dosage = _read_bed(bed_path, len(fam), len(bim), rows, columns, num_threads)
     selected = bim.iloc[columns]
     variants = pd.DataFrame(
         {
