@@ -322,6 +322,21 @@ def _projected_margins(T, vectors, values):
     return np.min(np.abs(ev), axis=1)
 
 
+def _sign_normalised(T, V, scale):
+    """Eigenvectors with ``lam >= 0`` (``(-u, -lam)`` is the same pair), and lam.
+
+    A zero eigenvalue has no sign to fix; its vector's largest entry is made
+    positive instead, so that the representative is deterministic.
+    """
+    vals = np.einsum("pi,pi->p", tensor_apply(T, V), V)
+    flip = np.where(vals < 0, -1.0, 1.0)
+    tiny = np.abs(vals) <= 1e-14 * scale
+    if tiny.any():
+        big = V[np.arange(len(V)), np.argmax(np.abs(V), axis=1)]
+        flip = np.where(tiny, np.sign(big) + (big == 0), flip)
+    return V * flip[:, None], vals * flip
+
+
 def eigenpairs(
     T,
     *,
@@ -428,15 +443,7 @@ def eigenpairs(
     V = Uc[reps]
     if polish > 0:
         V = _newton_batch(T, V, 0.0, polish)
-    g1 = tensor_apply(T, V)
-    vals = np.einsum("pi,pi->p", g1, V)
-    flip = np.where(vals < 0, -1.0, 1.0)
-    tiny = np.abs(vals) <= 1e-14 * scale
-    if tiny.any():
-        big = V[np.arange(len(V)), np.argmax(np.abs(V), axis=1)]
-        flip = np.where(tiny, np.sign(big) + (big == 0), flip)
-    V = V * flip[:, None]
-    vals = vals * flip
+    V, vals = _sign_normalised(T, V, scale)
     res = np.linalg.norm(tensor_apply(T, V) - vals[:, None] * V, axis=1)
     margins = _projected_margins(T, V, vals)
     order = np.argsort(-vals, kind="stable")
@@ -500,6 +507,59 @@ def _tangent_basis(U):
     return H[:, :, 1:]
 
 
+def _squared_residual(T, V):
+    """``||T(I, v, v) - T(v, v, v) v||^2`` per row of V, shape (p,)."""
+    g1 = tensor_apply(T, V)
+    lam = np.einsum("pi,pi->p", g1, V)
+    return np.sum((g1 - lam[:, None] * V) ** 2, axis=1)
+
+
+def _minimise_residual(T, U, *, tol, max_iter, scale):
+    """Levenberg-Marquardt on the sphere: local minima of the eigen-residual.
+
+    Parameters
+    ----------
+    T : numpy.ndarray, shape (d, d, d)
+        Symmetric tensor.
+    U : numpy.ndarray, shape (p, d)
+        Unit starts; updated in place and returned.
+
+    Returns
+    -------
+    numpy.ndarray, shape (p, d)
+    """
+    d = T.shape[0]
+    T2 = T.reshape(d * d, d).T.copy()
+    mu = np.full(len(U), 1e-3)
+    active = np.arange(len(U))
+    eye = np.eye(d - 1)
+    for _ in range(max_iter):
+        if active.size == 0 or d == 1:
+            break
+        u = U[active]
+        p = len(u)
+        B = _tangent_basis(u)
+        Tu = (u @ T2).reshape(p, d, d)
+        g1 = np.einsum("pij,pj->pi", Tu, u)
+        lam = np.einsum("pi,pi->p", g1, u)
+        J = 2.0 * Tu - lam[:, None, None] * np.eye(d)
+        Hp = np.einsum("pai,pab,pbj->pij", B, J, B)
+        gp = np.einsum("pai,pa->pi", B, g1)
+        f0 = np.sum(gp**2, axis=1)
+        m_ = mu[active]
+        A = np.einsum("pij,pkj->pik", Hp, Hp) + m_[:, None, None] * eye
+        step = -np.linalg.solve(A, np.einsum("pij,pj->pi", Hp, gp)[..., None])[..., 0]
+        un = u + np.einsum("pai,pi->pa", B, step)
+        un /= np.linalg.norm(un, axis=1, keepdims=True)
+        ok = _squared_residual(T, un) < f0
+        moved = np.linalg.norm(un - u, axis=1)
+        U[active[ok]] = un[ok]
+        mu[active] = np.where(ok, m_ / 3.0, m_ * 4.0)
+        done = (ok & (moved < tol)) | (f0 < (1e-13 * scale) ** 2) | (mu[active] > 1e12)
+        active = active[~done]
+    return U
+
+
 def near_eigenpairs(
     T,
     *,
@@ -553,44 +613,10 @@ def near_eigenpairs(
         n_starts = max(500, 1000 * d)
     rng = np.random.default_rng(seed)
     scale = max(1.0, float(np.linalg.norm(T)))
-    T2 = T.reshape(d * d, d).T.copy()
     U = rng.standard_normal((int(n_starts), d))
     U /= np.linalg.norm(U, axis=1, keepdims=True)
-    mu = np.full(len(U), 1e-3)
-    active = np.arange(len(U))
-    eye = np.eye(d - 1)
-
-    def resid(V):
-        g1 = tensor_apply(T, V)
-        lam = np.einsum("pi,pi->p", g1, V)
-        return np.sum((g1 - lam[:, None] * V) ** 2, axis=1)
-
-    for _ in range(max_iter):
-        if active.size == 0 or d == 1:
-            break
-        u = U[active]
-        p = len(u)
-        B = _tangent_basis(u)
-        Tu = (u @ T2).reshape(p, d, d)
-        g1 = np.einsum("pij,pj->pi", Tu, u)
-        lam = np.einsum("pi,pi->p", g1, u)
-        J = 2.0 * Tu - lam[:, None, None] * np.eye(d)
-        Hp = np.einsum("pai,pab,pbj->pij", B, J, B)
-        gp = np.einsum("pai,pa->pi", B, g1)
-        f0 = np.sum(gp**2, axis=1)
-        m_ = mu[active]
-        A = np.einsum("pij,pkj->pik", Hp, Hp) + m_[:, None, None] * eye
-        step = -np.linalg.solve(A, np.einsum("pij,pj->pi", Hp, gp)[..., None])[..., 0]
-        un = u + np.einsum("pai,pi->pa", B, step)
-        un /= np.linalg.norm(un, axis=1, keepdims=True)
-        f1 = resid(un)
-        ok = f1 < f0
-        moved = np.linalg.norm(un - u, axis=1)
-        U[active[ok]] = un[ok]
-        mu[active] = np.where(ok, m_ / 3.0, m_ * 4.0)
-        done = (ok & (moved < tol)) | (f0 < (1e-13 * scale) ** 2) | (mu[active] > 1e12)
-        active = active[~done]
-    res = np.sqrt(resid(U))
+    U = _minimise_residual(T, U, tol=tol, max_iter=max_iter, scale=scale)
+    res = np.sqrt(_squared_residual(T, U))
     keep = np.flatnonzero(res <= max_residual * scale)
     if keep.size == 0:
         empty = np.zeros((0, d))
