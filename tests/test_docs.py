@@ -13,10 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location(
-        "generate_cli_reference", DOCS / "generate_cli_reference.py"
-    )
+def _generator(name="generate_cli_reference"):
+    spec = importlib.util.spec_from_file_location(name, DOCS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -58,11 +56,28 @@ class TestCliReference:
                     assert f"`{flag}`" in section, f"{name} {flag} not in docs/cli.md"
 
 
+class TestApiReference:
+    def test_api_reference__committed_file_is_current(self):
+        committed = (DOCS / "api.md").read_text()
+        assert committed == _generator("generate_api_reference").render(), (
+            "docs/api.md is stale: run python docs/generate_api_reference.py"
+        )
+
+    def test_api_reference__lists_every_top_level_name(self):
+        import admixspec
+
+        text = (DOCS / "api.md").read_text()
+        top = text.split("### `admixspec`\n", 1)[1].split("\n### ", 1)[0]
+        for name in admixspec.__all__:
+            if name != "__version__":
+                assert f"- `{name}` (" in top, f"{name} not in docs/api.md"
+
+
 class TestDocsPages:
     @pytest.mark.parametrize(
         "page",
         ["index.md", "quickstart.md", "method.md", "formats.md", "faq.md",
-         "benchmarks.md", "workflow.md", "cli.md"],
+         "benchmarks.md", "workflow.md", "cli.md", "api.md", "../CHANGELOG.md"],
     )
     def test_docs_page__exists_and_relative_links_resolve(self, page):
         path = DOCS / page
@@ -74,7 +89,8 @@ class TestDocsPages:
 
     def test_readme__links_the_docs(self):
         readme = (ROOT / "README.md").read_text()
-        for page in ("docs/quickstart.md", "docs/cli.md", "docs/faq.md"):
+        for page in ("docs/quickstart.md", "docs/cli.md", "docs/faq.md", "docs/api.md",
+                     "CHANGELOG.md"):
             assert page in readme, f"README.md does not link {page}"
 
     def test_quickstart__has_one_marked_runnable_block(self):
