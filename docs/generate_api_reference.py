@@ -135,21 +135,15 @@ def render() -> str:
 
 
 def main(argv=None) -> int:
+    # run as a script, docs/ is on sys.path
+    from generate_cli_reference import write_or_check
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="exit 1 if docs/api.md is out of date")
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = TARGET.read_text() if TARGET.exists() else ""
-        if current != text:
-            print("docs/api.md is out of date: run python docs/generate_api_reference.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text)
-    print(f"wrote {TARGET}")
-    return 0
+    return write_or_check(TARGET, render(), check=args.check,
+                          script="generate_api_reference.py")
 
 
 if __name__ == "__main__":

@@ -140,22 +140,30 @@ def render() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def write_or_check(target: Path, text: str, *, check: bool, script: str) -> int:
+    """Write a generated page, or (``check``) return 1 when it differs from ``text``.
+
+    Shared by the generators in docs/ (``docs/generate_api_reference.py`` too).
+    """
+    if check:
+        current = target.read_text() if target.exists() else ""
+        if current != text:
+            print(f"{target} is out of date: run python docs/{script}")
+            return 1
+        return 0
+    target.write_text(text)
+    print(f"wrote {target}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if docs/cli.md is stale"
     )
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = TARGET.read_text() if TARGET.exists() else ""
-        if current != text:
-            print(f"{TARGET} is out of date: run python docs/generate_cli_reference.py")
-            return 1
-        return 0
-    TARGET.write_text(text)
-    print(f"wrote {TARGET}")
-    return 0
+    return write_or_check(TARGET, render(), check=args.check,
+                          script="generate_cli_reference.py")
 
 
 if __name__ == "__main__":
