@@ -469,6 +469,13 @@ def _add_run_parser(subparsers) -> None:
         help="projection mode: keep these allele frequencies (a .P file of the same SNPs) "
         "fixed and estimate each individual's Q by maximum likelihood",
     )
+    extra.add_argument(
+        "--reference-size", type=_positive_int, default=None, metavar="N",
+        help="fit Q and P on N individuals drawn at random (seeded by --seed; their IDs "
+        "go to PREFIX.K.ref), then project every other individual onto that P, in "
+        "chunks (default: everyone up to 5000 individuals, 5000 above: the spectral "
+        "moments are N x N; give N >= the cohort size to fit everyone)",
+    )
     parser.set_defaults(runner=run_run)
 
 
@@ -495,13 +502,26 @@ def _supervised_labels(args, genotypes):
     return read_pop(pop_path, n_individuals=genotypes.n_individuals)
 
 
+def _reference_size(args: argparse.Namespace, n_individuals: int) -> int:
+    """``--reference-size``, or its default; everyone for --project/--supervised."""
+    from .reference import DEFAULT_REFERENCE_SIZE
+
+    fixed_mode = args.project is not None or args.supervised is not None
+    if args.reference_size is not None and fixed_mode:
+        raise UsageError("--reference-size cannot be combined with --project or "
+                         "--supervised")
+    if fixed_mode:
+        return max(n_individuals, 2)
+    return args.reference_size or DEFAULT_REFERENCE_SIZE
+
+
 def run_run(args: argparse.Namespace) -> int:
     """Per K, one :func:`admixspec.fit_admixture` call, then its files."""
     from .filters import check_K
     from .io import output_path
     from .io.admixture import format_json, format_matrix, write_all_or_none
-    from .model import fit_admixture
     from .provenance import run_header, run_record
+    from .reference import fit_with_reference, reference_individuals
     from .spectral.estimate import k_hint
 
     Ks = sorted(set(_flat(args.K)))
@@ -511,7 +531,12 @@ def run_run(args: argparse.Namespace) -> int:
     prefix = args.out or _default_prefix(args.input)
     if Path(prefix).parent != Path("."):
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    hint = k_hint(genotypes.dosage, seed=args.seed)
+    reference_size = _reference_size(args, genotypes.n_individuals)
+    reference = reference_individuals(genotypes.n_individuals, reference_size,
+                                      seed=args.seed)
+    # the hint's moments are individuals x individuals: the reference's only
+    hint = k_hint(genotypes.dosage if len(reference) == genotypes.n_individuals
+                  else genotypes.dosage[reference], seed=args.seed)
     logger.info("Spectral K hint: %s", hint.describe())
     given = {
         "P": _projection_p(args, genotypes) if args.project else None,
@@ -524,8 +549,9 @@ def run_run(args: argparse.Namespace) -> int:
     for K in Ks:
         start = time.perf_counter()
         logger.info("K=%d: fitting", K)
-        result = fit_admixture(
-            genotypes, K, init=args.init, seed=args.seed, refine=args.refine,
+        result = fit_with_reference(
+            genotypes, K, reference_size=reference_size, init=args.init, seed=args.seed,
+            refine=args.refine,
             tol=args.tol, max_iter=args.max_iter, cv=args.cv, bootstrap=args.bootstrap,
             threads=args.threads, **given,
         )
@@ -540,6 +566,10 @@ def run_run(args: argparse.Namespace) -> int:
             lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
         if result.cv is not None:
             cv_errors[K] = result.cv.error
+        if "reference" in result.diagnostics:  # its IDs, usable as a --keep file
+            files[output_path(prefix, K, "ref")] = "".join(
+                f"{sample}\n" for sample in genotypes.samples[reference])
+            lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
         seconds = time.perf_counter() - start
         lines.append(f"Elapsed: {seconds:.3f} sec")
         files[output_path(prefix, K, "log")] = "".join(f"{line}\n" for line in lines)

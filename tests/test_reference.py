@@ -1,0 +1,134 @@
+"""Reference fit + projection, tested against the simulation's truth."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from admixspec import UsageError, fit_admixture, simulate_balding_nichols
+from admixspec.cli import main
+from admixspec.io import read_q, write_plink
+from admixspec.metrics import match_components
+from admixspec.ml.project import project
+from admixspec.reference import fit_with_reference, reference_individuals
+
+
+@pytest.fixture(scope="module")
+def cohort_fixture():
+    # 1,000 reference individuals for 2,000 SNPs: P's sampling noise adds
+    # about 10% to a projected individual's Q error (measured 1.09x)
+    return simulate_balding_nichols(2000, 2000, 3, fst=0.1, alpha=0.5, seed=3)
+
+
+@pytest.fixture(scope="module")
+def cohort_fit_fixture(cohort_fixture):
+    return fit_with_reference(cohort_fixture.genotypes, 3, reference_size=1000, seed=3)
+
+
+@pytest.fixture
+def small_fixture():
+    return simulate_balding_nichols(300, 1500, 2, fst=0.15, alpha=0.5, seed=4)
+
+
+class TestReferenceIndividuals:
+    def test_reference_individuals__sorted_distinct_and_seeded(self):
+        rows = reference_individuals(1000, 100, seed=5)
+        assert len(np.unique(rows)) == 100 and np.all(np.diff(rows) > 0)
+        np.testing.assert_array_equal(rows, reference_individuals(1000, 100, seed=5))
+        assert not np.array_equal(rows, reference_individuals(1000, 100, seed=6))
+
+    def test_reference_individuals__all_when_size_exceeds_cohort(self):
+        assert reference_individuals(5, 10, seed=0).tolist() == [0, 1, 2, 3, 4]
+
+    @pytest.mark.parametrize("size", [1, 2.5, True])
+    def test_reference_individuals__bad_size(self, size):
+        with pytest.raises(UsageError, match="--reference-size must be an integer"):
+            reference_individuals(100, size)
+
+
+class TestFitWithReference:
+    def test_fit_with_reference__projected_error_near_reference_error(
+        self, cohort_fixture, cohort_fit_fixture
+    ):
+        sim, result = cohort_fixture, cohort_fit_fixture
+        Q = result.Q[:, match_components(sim.Q, result.Q)]
+        rows = reference_individuals(2000, 1000, seed=3)
+        projected = np.setdiff1d(np.arange(2000), rows)
+        error_reference = np.abs(Q[rows] - sim.Q[rows]).mean()
+        error_projected = np.abs(Q[projected] - sim.Q[projected]).mean()
+        assert error_reference < 0.04
+        assert error_projected < 1.2 * error_reference
+
+    def test_fit_with_reference__reference_rows_are_the_reference_fit(self, cohort_fixture):
+        # the spectral estimate, reproducible to rounding (an ML refinement's
+        # stopping iteration can differ between two identical calls)
+        rows = reference_individuals(2000, 1000, seed=3)
+        alone = fit_admixture(cohort_fixture.genotypes.dosage[rows], 3, seed=3,
+                              refine=False)
+        result = fit_with_reference(cohort_fixture.genotypes, 3, reference_size=1000,
+                                    seed=3, refine=False)
+        np.testing.assert_allclose(result.Q[rows], alone.Q, atol=1e-10)
+        np.testing.assert_allclose(result.P, alone.P, atol=1e-10)
+        record = result.diagnostics["reference"]
+        assert record["size"] == 1000 and record["projected"] == 1000
+        assert record["reference_loglik"] == pytest.approx(alone.loglik, rel=1e-12)
+
+    def test_fit_with_reference__chunks_do_not_change_the_projection(self, small_fixture):
+        # converged tightly, so that chunks stopping at different iterations agree
+        options = {"reference_size": 100, "seed": 1, "refine": False, "tol": 1e-9}
+        whole = fit_with_reference(small_fixture.genotypes, 2, **options)
+        chunked = fit_with_reference(small_fixture.genotypes, 2, chunk_size=7, **options)
+        np.testing.assert_allclose(chunked.Q, whole.Q, atol=1e-6)
+        others = np.setdiff1d(np.arange(300), reference_individuals(300, 100, seed=1))
+        direct = project(small_fixture.genotypes.dosage[others], whole.P, tol=1e-9)
+        np.testing.assert_allclose(whole.Q[others], direct, atol=1e-6)
+        assert len(chunked.diagnostics["reference"]["projection_iterations"]) == 29
+
+    def test_fit_with_reference__log_and_loglik_cover_everyone(self, small_fixture):
+        result = fit_with_reference(small_fixture.genotypes, 2, reference_size=100, seed=1)
+        assert result.path.endswith("+projection")
+        assert result.log_lines[-1] == f"Loglikelihood: {result.loglik:.6f}"
+        assert sum(line.startswith("Loglikelihood:") for line in result.log_lines) == 1
+        assert "Reference: 100 of 300 individuals drawn at random (seed 1)" in "\n".join(
+            result.log_lines)
+
+    def test_fit_with_reference__reference_of_everyone_is_the_plain_fit(self, small_fixture):
+        result = fit_with_reference(small_fixture.genotypes, 2, reference_size=300, seed=1,
+                                    refine=False)
+        plain = fit_admixture(small_fixture.genotypes, 2, seed=1, refine=False)
+        np.testing.assert_array_equal(result.Q, plain.Q)
+        assert "reference" not in result.diagnostics
+
+    def test_fit_with_reference__bad_chunk_size(self, small_fixture):
+        with pytest.raises(UsageError, match="chunk_size must be a positive integer"):
+            fit_with_reference(small_fixture.genotypes, 2, reference_size=100, chunk_size=0)
+
+
+class TestCli:
+    def test_run__reference_size_writes_q_in_input_order(self, small_fixture, tmp_path):
+        write_plink(tmp_path / "cohort", small_fixture.genotypes)
+        out = tmp_path / "out"
+        assert main(["run", str(tmp_path / "cohort.bed"), "-K", "2", "--seed", "1",
+                     "--reference-size", "100", "--no-refine", "-C", "1e-9",
+                     "--out", str(out)]) == 0
+        expected = fit_with_reference(small_fixture.genotypes, 2, reference_size=100,
+                                      seed=1, refine=False, tol=1e-9)
+        np.testing.assert_allclose(read_q(tmp_path / "out.2.Q"), expected.Q, atol=1e-5)
+        ids = (tmp_path / "out.2.ref").read_text().split()
+        rows = reference_individuals(300, 100, seed=1)
+        assert ids == small_fixture.genotypes.samples[rows].tolist()
+        record = json.loads((tmp_path / "out.2.json").read_text())
+        assert record["diagnostics"]["reference"]["seed"] == 1
+        assert "Reference: 100 of 300" in (tmp_path / "out.2.log").read_text()
+
+    def test_run__reference_size_with_project_is_a_usage_error(self, small_fixture,
+                                                                tmp_path, capsys):
+        write_plink(tmp_path / "cohort", small_fixture.genotypes)
+        code = main(["run", str(tmp_path / "cohort.bed"), "-K", "2", "--reference-size",
+                     "100", "--project", str(tmp_path / "x.P"),
+                     "--out", str(tmp_path / "o")])
+        assert code == 2
+        assert "--reference-size cannot be combined with --project" in (
+            capsys.readouterr().err)
