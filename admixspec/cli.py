@@ -347,45 +347,11 @@ def _add_info_parser(subparsers) -> None:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    """Print the summary of one input."""
-    from .genotypes import genotype_summary
-    from .spectral.estimate import k_hint
+    """Print the summary of one input: :func:`admixspec.genotype_summary`."""
+    from .genotypes import genotype_summary, summary_lines
 
-    genotypes = read_genotypes_from_args(args)
-    summary = genotype_summary(genotypes)
-    hint = k_hint(genotypes.dosage, seed=0)
-    summary["k_hint"] = {
-        "K": hint.K,
-        "eigenvalues": hint.eigenvalues.tolist(),
-        "ratios": hint.ratios.tolist(),
-        "snps": hint.n_snps,
-    }
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        return 0
-    lines = [
-        f"input:            {summary['input']}",
-        f"individuals:      {summary['individuals']} kept, "
-        f"{summary['individuals_removed']} removed",
-        f"variants:         {summary['variants_read']} read, "
-        f"{summary['variants_kept']} kept",
-    ]
-    for name, entry in summary["removed"].items():
-        lines.append(
-            f"  - {name}: {entry['removed']} {entry['unit']} removed ({entry['reason']})"
-        )
-    lines += [
-        f"missing calls:    {summary['missing_fraction']:.4%} overall; max "
-        f"{summary['missing_fraction_per_individual_max']:.2%} per individual, "
-        f"{summary['missing_fraction_per_snp_max']:.2%} per SNP",
-        f"ploidy:           {summary['ploidy']['policy']}",
-    ]
-    details = {k: v for k, v in summary["ploidy"].items() if k != "policy"}
-    if details:
-        lines.append("                  " + ", ".join(f"{k}: {v}" for k, v in details.items()))
-    lines.append(f"counted allele:   {summary['counted_allele']}")
-    lines.append(f"spectral K hint:  {hint.describe()}; choose K with 'run --cv'")
-    print("\n".join(lines))
+    summary = genotype_summary(read_genotypes_from_args(args), with_k_hint=True, seed=0)
+    print(json.dumps(summary, indent=2) if args.json else "\n".join(summary_lines(summary)))
     return 0
 
 

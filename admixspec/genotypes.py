@@ -31,6 +31,7 @@ __all__ = [
     "genotype_summary",
     "minor_allele_counts",
     "snp_statistics",
+    "summary_lines",
 ]
 
 #: Dosage value that marks a missing genotype call.
@@ -303,7 +304,8 @@ def _ploidy_policy(genotypes: Genotypes) -> dict:
     }
 
 
-def genotype_summary(genotypes: Genotypes) -> dict:
+def genotype_summary(genotypes: Genotypes, *, with_k_hint: bool = False,
+                     seed: int = 0) -> dict:
     """A JSON-ready summary of filtered genotypes (what ``admixspec info`` prints).
 
     Parameters
@@ -311,14 +313,20 @@ def genotype_summary(genotypes: Genotypes) -> dict:
     genotypes : Genotypes
         As returned by :func:`admixspec.io.read_genotypes` (its ``filter_log``
         says what was removed).
+    with_k_hint : bool
+        Add the spectral hint for K (:func:`admixspec.spectral.estimate.k_hint`).
+    seed : int
+        Seed of the hint's SNP sample.
 
     Returns
     -------
     dict
         ``input``, ``individuals``, ``variants_read``, ``variants_kept``,
         ``individuals_removed``, ``removed`` (per filter), the missing
-        fractions (overall, largest per individual and per SNP), ``ploidy``
-        and ``counted_allele``.
+        fractions (overall, largest per individual and per SNP), ``ploidy``,
+        ``counted_allele`` and, with ``with_k_hint``, ``k_hint`` (``K``,
+        ``eigenvalues``, ``ratios``, ``snps``, ``description``);
+        :func:`summary_lines` puts it in words.
 
     Examples
     --------
@@ -338,7 +346,7 @@ def genotype_summary(genotypes: Genotypes) -> dict:
         for entry in genotypes.filter_log
         if entry["filter"] != "ploidy"
     }
-    return {
+    summary = {
         "input": genotypes.source,
         "individuals": int(n),
         "variants_read": int(read),
@@ -353,3 +361,50 @@ def genotype_summary(genotypes: Genotypes) -> dict:
         "ploidy": _ploidy_policy(genotypes),
         "counted_allele": "VCF REF / .bim column 6 (A2); P is its frequency",
     }
+    if with_k_hint:
+        from .spectral.estimate import k_hint  # the spectral package builds on this one
+
+        hint = k_hint(genotypes.dosage, seed=seed)
+        summary["k_hint"] = {
+            "K": hint.K, "eigenvalues": hint.eigenvalues.tolist(),
+            "ratios": hint.ratios.tolist(), "snps": hint.n_snps,
+            "description": hint.describe(),
+        }
+    return summary
+
+
+def summary_lines(summary: dict) -> list[str]:
+    """:func:`genotype_summary` in words, one line per fact (``admixspec info``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> g = Genotypes.from_array(np.array([[0, -1], [2, 1]]))
+    >>> print(summary_lines(genotype_summary(g))[3])
+    missing calls:    25.0000% overall; max 50.00% per individual, 50.00% per SNP
+    """
+    lines = [
+        f"input:            {summary['input']}",
+        f"individuals:      {summary['individuals']} kept, "
+        f"{summary['individuals_removed']} removed",
+        f"variants:         {summary['variants_read']} read, "
+        f"{summary['variants_kept']} kept",
+    ]
+    for name, entry in summary["removed"].items():
+        lines.append(
+            f"  - {name}: {entry['removed']} {entry['unit']} removed ({entry['reason']})"
+        )
+    lines += [
+        f"missing calls:    {summary['missing_fraction']:.4%} overall; max "
+        f"{summary['missing_fraction_per_individual_max']:.2%} per individual, "
+        f"{summary['missing_fraction_per_snp_max']:.2%} per SNP",
+        f"ploidy:           {summary['ploidy']['policy']}",
+    ]
+    details = {k: v for k, v in summary["ploidy"].items() if k != "policy"}
+    if details:
+        lines.append("                  " + ", ".join(f"{k}: {v}" for k, v in details.items()))
+    lines.append(f"counted allele:   {summary['counted_allele']}")
+    if "k_hint" in summary:
+        lines.append(f"spectral K hint:  {summary['k_hint']['description']}; choose K "
+                     "with 'run --cv'")
+    return lines
