@@ -362,32 +362,45 @@ def check_dosage(dosage) -> np.ndarray:
         raise InputError(f"dosage must be 2-d (individuals x SNPs), got shape {G.shape}")
     if G.dtype.kind not in "biuf":
         raise InputError(f"dosage must be numeric, got dtype {G.dtype}")
-    missing = np.isnan(G) if G.dtype.kind == "f" else None
-    if G.size and not _dosage_values_valid(G, missing):
-        raise InputError(_bad_dosage_message(G, missing))
-    if missing is not None:
-        G = np.where(missing, -1, G)
-    return np.ascontiguousarray(G, dtype=np.int8)
+    if G.dtype.kind == "f":
+        G8 = _whole_floats_as_int8(G)
+    else:  # integers: the range says it all
+        G8 = G.astype(np.int8, copy=False) if _in_range(G) else None
+    if G8 is None:
+        raise InputError(_bad_dosage_message(G))
+    return np.ascontiguousarray(G8)
 
 
-def _dosage_values_valid(G: np.ndarray, missing: np.ndarray | None) -> bool:
-    """Whether every (non-NaN) value of ``G`` is one of -1, 0, 1, 2."""
-    if missing is None:  # integers: the range says it all
-        return bool(G.min() >= -1 and G.max() <= 2)
-    called = G[~missing]
-    return bool(np.all(np.isin(called, (-1.0, 0.0, 1.0, 2.0))))
+def _in_range(G: np.ndarray) -> bool:
+    return G.size == 0 or bool(G.min() >= -1 and G.max() <= 2)
 
 
-def _bad_dosage_message(G: np.ndarray, missing: np.ndarray | None) -> str:
+def _whole_floats_as_int8(G: np.ndarray) -> np.ndarray | None:
+    """``G`` as int8 with NaN as -1, or None unless every other value is -1..2 whole.
+
+    The cast is checked by casting back: a value survives it unchanged only
+    if it is a whole number within int8 (1.9, 256.0 and inf do not).
+    """
+    missing = np.isnan(G)
+    with np.errstate(invalid="ignore"):  # NaN and out-of-range casts, checked below
+        G8 = G.astype(np.int8)
+    np.copyto(G8, np.int8(-1), where=missing)
+    if not (_in_range(G8) and np.all((G8 == G) | missing)):
+        return None
+    return G8
+
+
+def _bad_dosage_message(G: np.ndarray) -> str:
     """Name the first bad dosage value, its position and how many there are."""
     bad = ~np.isin(G, (-1, 0, 1, 2))
-    if missing is not None:
-        bad &= ~missing
+    if G.dtype.kind == "f":
+        bad &= ~np.isnan(G)
     i, j = np.argwhere(bad)[0]
     value = G[i, j]
+    n_bad = np.count_nonzero(bad)
     message = (
         f"dosage must hold 0, 1, 2 or -1 (missing): dosage[{i}, {j}] = {value:g} "
-        f"({np.count_nonzero(bad)} such value{'s' if np.count_nonzero(bad) > 1 else ''})"
+        f"({n_bad} such value{'s' if n_bad > 1 else ''})"
     )
     if np.isfinite(value) and value != np.round(value):
         message += "; fractional dosages must be rounded to hard calls first"
