@@ -128,12 +128,13 @@ def add_genotype_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the genotype input and its reader/filter flags to ``parser``.
 
     Adds the positional ``input`` and ``--keep``, ``--region``, ``--maf``,
-    ``--geno``, ``--mind``; read them back with
+    ``--geno``, ``--mind``, ``--indep-pairwise``; read them back with
     :func:`read_genotypes_from_args`.
     """
     parser.add_argument(
         "input",
-        help="genotypes: VCF, VCF.gz or BCF, or a PLINK .bed (or its prefix)",
+        help="genotypes: VCF, VCF.gz or BCF, a PLINK .bed or a PLINK 2 .pgen (or "
+        "their prefix)",
     )
     group = parser.add_argument_group("input selection and filters")
     group.add_argument(
@@ -157,6 +158,12 @@ def add_genotype_arguments(parser: argparse.ArgumentParser) -> None:
         "--mind", type=_fraction(1.0), default=1.0,
         help="remove individuals with a missing-call fraction above this",
     )
+    group.add_argument(
+        "--indep-pairwise", nargs=3, metavar=("WINDOW", "STEP", "R2"),
+        help="LD pruning after the other filters, as PLINK's: in windows of WINDOW "
+        "SNPs moved STEP SNPs at a time, drop one SNP of each pair with r^2 > R2 "
+        "(needs the 'allel' extra; a window in kb is not supported)",
+    )
 
 
 def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True):
@@ -179,6 +186,7 @@ def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True):
         maf=args.maf,
         geno=args.geno,
         mind=args.mind,
+        indep_pairwise=args.indep_pairwise,
         check=check,
     )
     for line in filter_lines(genotypes):

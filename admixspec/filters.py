@@ -8,10 +8,15 @@ one entry to its ``filter_log``::
 
 :func:`apply_filters` runs them in PLINK's order: ``--mind`` (individuals
 with too many missing calls), then ``--geno`` (SNPs with too many missing
-calls), then monomorphic sites, then ``--maf``. Thresholds follow PLINK:
+calls), then monomorphic sites, then ``--maf``, and last LD pruning
+(``--indep-pairwise``), which PLINK too applies to the variants that pass the
+other filters. Thresholds follow PLINK:
 an individual/SNP is removed when its missing fraction is *strictly greater*
 than ``mind``/``geno``, a SNP when its minor allele frequency is *strictly
 less* than ``maf``. Frequencies are computed over called genotypes only.
+
+LD pruning (:func:`filter_indep_pairwise`) needs scikit-allel, the optional
+``allel`` extra (``pip install 'admixspec[allel]'``).
 
 The biallelic-SNP filter (multiallelic sites, indels, symbolic alleles) runs
 inside the readers, which cannot represent other variants; its counts are in
@@ -21,6 +26,7 @@ the ``"biallelic_snp"`` entry they write.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .exceptions import InputError, UsageError
 from .genotypes import Genotypes, minor_allele_counts, snp_statistics
@@ -30,9 +36,11 @@ __all__ = [
     "check_K",
     "check_usable",
     "filter_geno",
+    "filter_indep_pairwise",
     "filter_maf",
     "filter_mind",
     "filter_monomorphic",
+    "parse_indep_pairwise",
     "snp_statistics",
 ]
 
@@ -131,6 +139,131 @@ def filter_maf(genotypes: Genotypes, maf: float) -> Genotypes:
     return result
 
 
+def parse_indep_pairwise(values) -> tuple[int, int, float]:
+    """Validate PLINK's ``--indep-pairwise WINDOW STEP R2`` parameters.
+
+    Parameters
+    ----------
+    values : sequence of 3 (str or number)
+        Window size in SNPs, step in SNPs, and the r² threshold.
+
+    Returns
+    -------
+    (window, step, r2) : tuple of (int, int, float)
+
+    Raises
+    ------
+    UsageError
+        Not three values; a window in kilobases (PLINK's ``kb`` suffix, not
+        supported here); a window below 2 or a step below 1 SNP; r² outside
+        [0, 1].
+
+    Examples
+    --------
+    >>> parse_indep_pairwise(["50", "5", "0.2"])
+    (50, 5, 0.2)
+    >>> parse_indep_pairwise(["500kb", "1", "0.2"])
+    Traceback (most recent call last):
+    ...
+    admixspec.exceptions.UsageError: --indep-pairwise: a window in kilobases ('500kb') is not supported; give the window as a SNP count (e.g. 50)
+    """
+    values = list(values)
+    if len(values) != 3:
+        raise UsageError(
+            f"--indep-pairwise takes 3 values (WINDOW STEP R2), got {len(values)}"
+        )
+    window, step, r2 = (str(value).strip() for value in values)
+    if window.lower().endswith("kb"):
+        raise UsageError(
+            f"--indep-pairwise: a window in kilobases ({window!r}) is not supported; "
+            "give the window as a SNP count (e.g. 50)"
+        )
+    try:
+        window_snps, step_snps, threshold = int(window), int(step), float(r2)
+    except ValueError:
+        raise UsageError(
+            f"--indep-pairwise: expected WINDOW STEP R2 as integer, integer, number; "
+            f"got {window!r} {step!r} {r2!r}"
+        ) from None
+    if window_snps < 2:
+        raise UsageError(f"--indep-pairwise: WINDOW must be at least 2 SNPs, got {window}")
+    if step_snps < 1:
+        raise UsageError(f"--indep-pairwise: STEP must be at least 1 SNP, got {step}")
+    if not 0.0 <= threshold <= 1.0:
+        raise UsageError(f"--indep-pairwise: R2 must lie in [0, 1], got {r2}")
+    return window_snps, step_snps, threshold
+
+
+def _import_allel():
+    try:
+        import allel
+    except ImportError:
+        raise UsageError(
+            "--indep-pairwise needs scikit-allel: pip install 'admixspec[allel]'"
+        ) from None
+    return allel
+
+
+def filter_indep_pairwise(
+    genotypes: Genotypes, window: int, step: int, r2: float
+) -> Genotypes:
+    """LD-prune SNPs as ``plink --indep-pairwise WINDOW STEP R2`` does.
+
+    Within windows of ``window`` SNPs, moved ``step`` SNPs at a time, one SNP
+    of every pair whose squared genotype-dosage correlation exceeds ``r2`` is
+    removed (:func:`allel.locate_unlinked`; missing calls are left out of
+    each pair's correlation, as in PLINK). Windows never span two
+    chromosomes. Of a correlated pair, scikit-allel removes the later SNP
+    where PLINK 1.9 removes the one with the lower minor allele frequency,
+    so the two keep similar but not identical sets (see
+    ``benchmarks/ld_pruning.py``).
+
+    Chromosomes are pruned one at a time: the only temporary is one
+    chromosome's dosage block, transposed to SNP-major as scikit-allel wants.
+
+    Parameters
+    ----------
+    genotypes : Genotypes
+        dosage shape (n_individuals, n_snps); SNPs in position order within
+        each chromosome.
+    window, step : int
+        Window size and step, in SNPs.
+    r2 : float in [0, 1]
+        Largest r² a kept pair may have.
+
+    Returns
+    -------
+    Genotypes
+        The kept SNPs, in input order; ``filter_log`` gains an
+        ``"indep_pairwise"`` entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> unlinked = rng.integers(0, 3, size=(40, 3))
+    >>> g = Genotypes.from_array(np.column_stack([unlinked, unlinked[:, 0]]))
+    >>> filter_indep_pairwise(g, 50, 5, 0.5).variants["id"].tolist()
+    ['snp0', 'snp1', 'snp2']
+    """
+    window, step, r2 = parse_indep_pairwise((window, step, r2))
+    allel = _import_allel()
+    keep = np.zeros(genotypes.n_snps, dtype=bool)
+    chrom = genotypes.variants["chrom"].astype(str).to_numpy()
+    for name in pd.unique(chrom):
+        columns = np.flatnonzero(chrom == name)
+        snp_major = np.ascontiguousarray(genotypes.dosage[:, columns].T)
+        keep[columns] = allel.locate_unlinked(
+            snp_major, size=window, step=step, threshold=r2
+        )
+    result = _keep_snps(genotypes, keep)
+    _log(
+        result, "indep_pairwise", "variants", np.count_nonzero(~keep),
+        f"LD pruning: r^2 > {r2:g} with a kept SNP within {window} SNPs (step {step})",
+    )
+    return result
+
+
 def apply_filters(
     genotypes: Genotypes,
     *,
@@ -138,8 +271,9 @@ def apply_filters(
     geno: float = 1.0,
     mind: float = 1.0,
     drop_monomorphic: bool = True,
+    indep_pairwise=None,
 ) -> Genotypes:
-    """Apply ``--mind``, ``--geno``, the monomorphic filter and ``--maf``, in order.
+    """Apply ``--mind``, ``--geno``, the monomorphic filter, ``--maf``, then LD pruning.
 
     A filter whose threshold keeps everything (``mind=1``, ``geno=1``,
     ``maf=0``) is skipped and leaves no log entry.
@@ -155,6 +289,9 @@ def apply_filters(
         Maximum missing-call fraction per individual.
     drop_monomorphic : bool
         Remove SNPs with one observed allele.
+    indep_pairwise : tuple (window, step, r2), optional
+        LD pruning as PLINK's ``--indep-pairwise`` (see
+        :func:`filter_indep_pairwise`), applied last; ``None`` skips it.
 
     Returns
     -------
@@ -172,6 +309,8 @@ def apply_filters(
     _check_fraction(maf, "maf", upper=0.5)
     _check_fraction(geno, "geno")
     _check_fraction(mind, "mind")
+    if indep_pairwise is not None:
+        indep_pairwise = parse_indep_pairwise(indep_pairwise)
     result = genotypes
     if mind < 1.0:
         result = filter_mind(result, mind)
@@ -181,6 +320,8 @@ def apply_filters(
         result = filter_monomorphic(result)
     if maf > 0.0:
         result = filter_maf(result, maf)
+    if indep_pairwise is not None:
+        result = filter_indep_pairwise(result, *indep_pairwise)
     return result
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,9 +18,11 @@ from admixspec.filters import (
     check_K,
     check_usable,
     filter_geno,
+    filter_indep_pairwise,
     filter_maf,
     filter_mind,
     filter_monomorphic,
+    parse_indep_pairwise,
     snp_statistics,
 )
 
@@ -149,3 +155,114 @@ class TestChecks:
     def test_check_K__non_integer(self):
         with pytest.raises(UsageError, match="integer"):
             check_K(2.5, 10)
+
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+needs_allel = pytest.mark.skipif(
+    importlib.util.find_spec("allel") is None,
+    reason="scikit-allel (the 'allel' extra) not installed",
+)
+
+
+def linked_toy(chrom=None) -> Genotypes:
+    """5 unlinked SNPs, then a copy of snp0 (r^2 = 1) at column 5 with 2 calls missing."""
+    rng = np.random.default_rng(11)
+    unlinked = rng.integers(0, 3, size=(60, 5)).astype(np.int8)
+    copy = unlinked[:, 0].copy()
+    copy[:2] = -1
+    genotypes = Genotypes.from_array(np.column_stack([unlinked, copy]))
+    if chrom is not None:
+        genotypes.variants["chrom"] = chrom
+    return genotypes
+
+
+def r_squared(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per-column squared correlation of two (n, k) complete dosage matrices."""
+    a = (a - a.mean(axis=0)) / a.std(axis=0)
+    b = (b - b.mean(axis=0)) / b.std(axis=0)
+    return (a * b).mean(axis=0) ** 2
+
+
+@needs_allel
+class TestIndepPairwise:
+    def test_filter_indep_pairwise__removes_the_later_copy_within_the_window(self):
+        result = filter_indep_pairwise(linked_toy(), 6, 1, 0.5)
+        assert result.variants["id"].tolist() == ["snp0", "snp1", "snp2", "snp3", "snp4"]
+        assert removed(result, "indep_pairwise") == 1
+
+    def test_filter_indep_pairwise__copy_outside_the_window_is_kept(self):
+        assert filter_indep_pairwise(linked_toy(), 5, 5, 0.5).n_snps == 6
+
+    def test_filter_indep_pairwise__windows_do_not_span_chromosomes(self):
+        genotypes = linked_toy(chrom=["1"] * 5 + ["2"])
+        assert filter_indep_pairwise(genotypes, 50, 5, 0.5).n_snps == 6
+
+    def test_filter_indep_pairwise__kept_pairs_in_a_shared_window_are_below_r2(self):
+        from admixspec.io import read_genotypes
+
+        genotypes = read_genotypes(DATA / "example.bed")  # msprime data, dense LD
+        window, step, threshold = 20, 5, 0.2
+        result = filter_indep_pairwise(genotypes, window, step, threshold)
+        kept = np.flatnonzero(genotypes.variants["id"].isin(result.variants["id"]))
+        dosage = genotypes.dosage.astype(float)
+        assert 0 < len(kept) < genotypes.n_snps
+        # Two SNPs fewer than window - step + 1 apart always share a window.
+        for offset in range(1, len(kept)):
+            first, second = kept[:-offset], kept[offset:]
+            close = second - first <= window - step
+            if not close.any():
+                break
+            pairs = r_squared(dosage[:, first[close]], dosage[:, second[close]])
+            assert pairs.max() <= threshold + 1e-5
+
+    def test_apply_filters__prunes_after_the_other_filters(self):
+        genotypes = simulate_balding_nichols(40, 300, 2, seed=5).genotypes
+        result = apply_filters(genotypes, maf=0.05, indep_pairwise=("50", "5", "0.2"))
+        assert [e["filter"] for e in result.filter_log] == [
+            "monomorphic", "maf", "indep_pairwise"
+        ]
+        unpruned = apply_filters(genotypes, maf=0.05)
+        expected = filter_indep_pairwise(unpruned, 50, 5, 0.2)
+        assert result.variants.equals(expected.variants)
+
+    def test_cli__info_reports_the_pruning_line(self, capsys):
+        from admixspec.cli import main
+        from admixspec.io import read_genotypes
+
+        assert main(["info", str(DATA / "example.bed"), "--indep-pairwise", "50", "5",
+                     "0.2"]) == 0
+        pruned = read_genotypes(DATA / "example.bed", indep_pairwise=(50, 5, 0.2))
+        n_removed = 10000 - pruned.n_snps
+        assert f"indep_pairwise: {n_removed} variants removed" in capsys.readouterr().out
+
+
+
+class TestIndepPairwiseArguments:
+    def test_cli__kb_window_is_a_one_line_usage_error(self, capsys):
+        from admixspec.cli import main
+
+        status = main(["info", str(DATA / "example.bed"), "--indep-pairwise", "500kb",
+                       "1", "0.2"])
+        err = capsys.readouterr().err.splitlines()
+        assert status == 2
+        assert len(err) == 1 and "a window in kilobases ('500kb') is not supported" in err[0]
+
+    def test_filter_indep_pairwise__without_scikit_allel_names_the_extra(self, monkeypatch):
+        monkeypatch.setitem(sys.modules, "allel", None)
+        with pytest.raises(UsageError, match=r"admixspec\[allel\]"):
+            filter_indep_pairwise(linked_toy(), 6, 1, 0.5)
+
+    @pytest.mark.parametrize(
+        ("values", "message"),
+        [
+            (("50", "5"), "takes 3 values"),
+            (("50kb", "1", "0.2"), "kilobases"),
+            (("50", "0", "0.2"), "STEP must be at least 1"),
+            (("1", "1", "0.2"), "WINDOW must be at least 2"),
+            (("50", "5", "1.5"), r"R2 must lie in \[0, 1\]"),
+            (("fifty", "5", "0.2"), "expected WINDOW STEP R2"),
+        ],
+    )
+    def test_parse_indep_pairwise__bad_values_are_usage_errors(self, values, message):
+        with pytest.raises(UsageError, match=message):
+            parse_indep_pairwise(values)

@@ -1,4 +1,8 @@
-"""Readers and writers: genotypes (VCF/BCF, PLINK), ADMIXTURE files, simulations."""
+"""Readers and writers: genotypes, ADMIXTURE files, simulations.
+
+Genotypes come from VCF/BCF, PLINK 1 (.bed) and PLINK 2 (.pgen) files, or
+from scikit-allel arrays (:func:`from_allel`).
+"""
 
 from .admixture import (
     CLAMP,
@@ -13,6 +17,8 @@ from .admixture import (
     write_q,
     write_text,
 )
+from .allel import from_allel
+from .pgen import read_pgen
 from .plink import plink_prefix, read_plink, write_plink
 from .reader import detect_format, read_genotypes, read_keep
 from .simulation import write_labels, write_simulation
@@ -22,6 +28,7 @@ __all__ = [
     "CLAMP",
     "atomic_write",
     "detect_format",
+    "from_allel",
     "output_path",
     "parse_region",
     "plink_prefix",
@@ -29,6 +36,7 @@ __all__ = [
     "read_genotypes",
     "read_keep",
     "read_p",
+    "read_pgen",
     "read_pop",
     "read_plink",
     "read_q",

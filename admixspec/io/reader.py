@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 from ..exceptions import InputError
-from ..filters import apply_filters, check_usable
+from ..filters import apply_filters, check_usable, parse_indep_pairwise
 from ..genotypes import Genotypes
+from .pgen import pgen_prefix, read_pgen
 from .plink import plink_prefix, read_plink
 from .vcf import read_vcf
 from .vcz import is_vcz, read_vcz
@@ -28,17 +29,20 @@ def detect_format(path) -> str:
     Raises
     ------
     InputError
-        If neither the path nor ``path.bed`` exists, or the format is unknown.
+        If neither the path nor ``path.bed`` (or ``path.pgen``) exists, or the
+        format is unknown.
 
     Examples
     --------
-    >>> detect_format("x.vcf.gz"), detect_format("x.bed")
-    ('vcf', 'plink')
+    >>> detect_format("x.vcf.gz"), detect_format("x.bed"), detect_format("x.pgen")
+    ('vcf', 'plink', 'pgen')
     """
     path = Path(path)
     name = path.name.lower()
     if path.suffix in (".bed", ".bim", ".fam"):
         return "plink"
+    if path.suffix in (".pgen", ".pvar", ".psam"):
+        return "pgen"
     if name.endswith(_VCF_SUFFIXES):
         return "vcf"
     if name.endswith(".vcz") or is_vcz(path):
@@ -46,6 +50,8 @@ def detect_format(path) -> str:
     if not path.exists():
         if Path(str(path) + ".bed").exists():
             return "plink"
+        if Path(str(path) + ".pgen").exists():
+            return "pgen"
         raise InputError("file not found", path=path)
     if path.is_dir():
         raise InputError("is a directory, not a genotype file", path=path)
@@ -56,7 +62,8 @@ def detect_format(path) -> str:
     if head[:2] == b"\x1f\x8b" or head.startswith((b"##fileformat", b"BCF")):
         return "vcf"
     raise InputError(
-        "unknown genotype format (expected VCF, VCF.gz, BCF or a PLINK .bed)", path=path
+        "unknown genotype format (expected VCF, VCF.gz, BCF, a PLINK .bed or a "
+        "PLINK 2 .pgen)", path=path
     )
 
 
@@ -100,6 +107,7 @@ def read_genotypes(
     geno: float = 1.0,
     mind: float = 1.0,
     drop_monomorphic: bool = True,
+    indep_pairwise=None,
     check: bool = True,
     num_threads: int | None = None,
 ) -> Genotypes:
@@ -110,6 +118,8 @@ def read_genotypes(
     path : str or os.PathLike
         A ``.vcf``, ``.vcf.gz``, ``.bcf`` file, a VCF Zarr store (``.vcz``,
         see :mod:`admixspec.io.vcz`), or a PLINK ``.bed`` (or its prefix).
+        A PLINK 2 ``.pgen`` (or its prefix) is read by
+        :func:`admixspec.io.pgen.read_pgen` (counted allele: REF).
     keep : str, os.PathLike or sequence of str, optional
         Samples to keep: a ``--keep`` file (see :func:`read_keep`) or a list
         of IDs. Rows keep the input order.
@@ -121,6 +131,10 @@ def read_genotypes(
     drop_monomorphic : bool
         Remove SNPs with a single observed allele (on by default; ADMIXTURE
         itself keeps them).
+    indep_pairwise : tuple (window, step, r2), optional
+        LD pruning after the other filters, as PLINK's ``--indep-pairwise``
+        (window and step in SNPs; see
+        :func:`admixspec.filters.filter_indep_pairwise`).
     check : bool
         Raise :class:`InputError` when fewer than 2 individuals or 2 SNPs
         remain.
@@ -144,6 +158,8 @@ def read_genotypes(
     >>> read_genotypes(prefix + ".bed", maf=0.01).dosage.shape[0]
     10
     """
+    if indep_pairwise is not None:
+        indep_pairwise = parse_indep_pairwise(indep_pairwise)  # fail before reading
     samples = None
     if keep is not None:
         samples = read_keep(keep) if isinstance(keep, (str, os.PathLike)) else list(keep)
@@ -152,12 +168,15 @@ def read_genotypes(
         genotypes = read_plink(
             plink_prefix(path), samples=samples, region=region, num_threads=num_threads
         )
+    elif kind == "pgen":
+        genotypes = read_pgen(pgen_prefix(path), samples=samples, region=region)
     elif kind == "vcz":
         genotypes = read_vcz(path, samples=samples, region=region)
     else:
         genotypes = read_vcf(path, samples=samples, region=region)
     genotypes = apply_filters(
-        genotypes, maf=maf, geno=geno, mind=mind, drop_monomorphic=drop_monomorphic
+        genotypes, maf=maf, geno=geno, mind=mind, drop_monomorphic=drop_monomorphic,
+        indep_pairwise=indep_pairwise,
     )
     if check:
         check_usable(genotypes)

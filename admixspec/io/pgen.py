@@ -1,0 +1,268 @@
+"""PLINK 2 filesets (.pgen/.pvar/.psam) through pgenlib, PLINK 2's own reader.
+
+Counted allele
+--------------
+The dosage is the number of **REF** copies (``.pvar`` column REF) and P is
+the REF frequency. ``plink2 --bfile X --make-pgen`` writes the ``.bim``
+column-6 allele (A2) as REF and column 5 (A1) as ALT, so the counted allele
+is the one ADMIXTURE and :func:`admixspec.io.read_plink` count for the
+``.bed``, and the same data read as ``.bed`` and as ``.pgen`` give identical
+matrices (and VCF REF is REF, as for VCF input).
+
+Variants
+--------
+Only biallelic SNPs are kept, as for VCF input: multiallelic variants (ALT
+lists several alleles), indels and symbolic alleles are skipped and counted
+under the ``"biallelic_snp"`` entry of :attr:`Genotypes.filter_log`. Only
+hard calls are read (a ``.pgen``'s imputed dosages are ignored).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import InputError, UsageError
+from ..genotypes import MISSING, Genotypes
+from .plink import _is_snp_allele
+
+__all__ = ["pgen_prefix", "read_pgen"]
+
+_SUFFIXES = (".pgen", ".pvar", ".psam")
+#: Variants decoded per pgenlib call.
+BLOCK_SIZE = 4096
+#: pgenlib's int8 code for a missing hard call.
+_PGEN_MISSING = -9
+#: Column names of a header-less .pvar (PLINK 1 .bim order) and .psam (.fam order).
+_BIM_COLUMNS = ["CHROM", "ID", "CM", "POS", "ALT", "REF"]
+_FAM_COLUMNS = ["FID", "IID", "PAT", "MAT", "SEX", "PHENO"]
+
+
+def pgen_prefix(path) -> Path:
+    """The fileset prefix of a ``.pgen``/``.pvar``/``.psam`` path or of a prefix.
+
+    Examples
+    --------
+    >>> str(pgen_prefix("cohort.pgen")), str(pgen_prefix("cohort"))
+    ('cohort', 'cohort')
+    """
+    path = Path(path)
+    return path.with_suffix("") if path.suffix in _SUFFIXES else path
+
+
+def _count_meta_lines(path: Path) -> tuple[int, str | None]:
+    """Number of leading ``##`` lines, and the ``#``-header line after them."""
+    n_meta = 0
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.startswith("##"):
+                return n_meta, line.rstrip("\n") if line.startswith("#") else None
+            n_meta += 1
+    return n_meta, None
+
+
+def _read_plink2_table(path: Path, kind: str, headerless: list[str]) -> pd.DataFrame:
+    """Read a ``.pvar``/``.psam`` as str columns named as in its ``#`` header.
+
+    Without a ``#`` header line the file is in PLINK 1 layout (``.bim`` or
+    ``.fam`` columns), as PLINK 2 allows.
+    """
+    if not path.exists():
+        if Path(str(path) + ".zst").exists():
+            raise InputError(
+                f"compressed {kind} files are not supported; decompress it with "
+                f"'plink2 --zst-decompress {path}.zst > {path}'",
+                path=str(path) + ".zst",
+            )
+        raise InputError(f"file not found (the {kind} file of the PLINK 2 fileset)", path=path)
+    try:
+        n_meta, header = _count_meta_lines(path)
+        names = header.lstrip("#").split() if header else headerless
+        table = pd.read_csv(
+            path, sep=r"\s+", skiprows=n_meta + (1 if header else 0), header=None,
+            names=names, dtype=str, na_filter=False, engine="c",
+        )
+    except pd.errors.EmptyDataError:
+        table = pd.DataFrame({name: pd.Series(dtype=object) for name in headerless})
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
+        raise InputError(f"cannot parse {kind} file ({error})", path=path) from None
+    return table
+
+
+def read_pvar(path) -> pd.DataFrame:
+    """Read a ``.pvar`` (str columns CHROM, POS, ID, REF, ALT, ...)."""
+    table = _read_plink2_table(Path(path), ".pvar", _BIM_COLUMNS)
+    missing = [name for name in ("CHROM", "POS", "ID", "REF", "ALT") if name not in table]
+    if missing:
+        raise InputError(f"no {', '.join(missing)} column in the .pvar header", path=path)
+    return table
+
+
+def read_psam(path) -> pd.DataFrame:
+    """Read a ``.psam`` (str columns IID and, when present, FID, SEX, ...)."""
+    table = _read_plink2_table(Path(path), ".psam", _FAM_COLUMNS)
+    if "IID" not in table:
+        raise InputError("no IID column in the .psam header", path=path)
+    return table
+
+
+def _select_samples(psam: pd.DataFrame, samples, path: Path) -> np.ndarray:
+    iids = psam["IID"].to_numpy(dtype=str)
+    if samples is None:
+        return np.arange(len(iids))
+    unknown = [s for s in samples if s not in set(iids)]
+    if unknown:
+        raise InputError(
+            f"{len(unknown)} requested sample(s) not in the .psam file "
+            f"(first: {unknown[0]!r})",
+            path=path,
+        )
+    return np.flatnonzero(np.isin(iids, list(samples)))
+
+
+def _region_mask(pvar: pd.DataFrame, positions: np.ndarray, region: str | None) -> np.ndarray:
+    mask = np.ones(len(pvar), dtype=bool)
+    if region is None:
+        return mask
+    from .vcf import parse_region
+
+    chrom, start, end = parse_region(region)
+    mask &= pvar["CHROM"].to_numpy(dtype=str) == chrom
+    if start is not None:
+        mask &= positions >= start
+    if end is not None:
+        mask &= positions <= end
+    return mask
+
+
+def _allele_offsets(alt: np.ndarray) -> np.ndarray:
+    """pgenlib's allele_idx_offsets: where each variant's alleles start (REF + ALTs)."""
+    n_alleles = 2 + np.char.count(alt.astype(str), ",")
+    return np.concatenate([[0], np.cumsum(n_alleles)]).astype(np.uintp)
+
+
+def _read_hardcalls(pgen_path, variant_ct, rows, columns, offsets, raw_sample_ct):
+    """REF dosages, shape (len(rows), len(columns)), read in SNP-major blocks."""
+    import pgenlib
+
+    subset = None if len(rows) == raw_sample_ct else rows.astype(np.uint32)
+    dosage = np.empty((len(rows), len(columns)), dtype=np.int8)
+    block = np.empty((min(BLOCK_SIZE, len(columns)), len(rows)), dtype=np.int8)
+    reader = pgenlib.PgenReader(
+        bytes(pgen_path), raw_sample_ct=raw_sample_ct, variant_ct=variant_ct,
+        sample_subset=subset, allele_idx_offsets=offsets,
+    )
+    try:
+        for start in range(0, len(columns), BLOCK_SIZE):
+            chunk = columns[start : start + BLOCK_SIZE].astype(np.uint32)
+            out = block[: len(chunk)]
+            reader.read_list(chunk, out, allele_idx=0)
+            dosage[:, start : start + len(chunk)] = out.T
+    finally:
+        reader.close()
+    dosage[dosage == _PGEN_MISSING] = MISSING
+    return dosage
+
+
+def _import_pgenlib() -> None:
+    try:
+        import pgenlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "reading .pgen files needs pgenlib: pip install 'admixspec[pgen]'"
+        ) from None
+
+
+def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
+    """Read a PLINK 2 fileset (``.pgen`` + ``.pvar`` + ``.psam``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.pgen`` (or ``.pvar``/``.psam``) path, or the fileset prefix.
+    samples : sequence of str, optional
+        IIDs to keep, all of which must exist; rows keep the file order.
+    region : str, optional
+        ``chrom:start-end`` (1-based, inclusive) selecting ``.pvar`` rows.
+
+    Returns
+    -------
+    Genotypes
+        dosage int8, shape (n_individuals, n_biallelic_snps): copies of REF
+        (which is ``.bim`` column 6 for a fileset converted from ``.bed``),
+        -1 missing. ``filter_log`` has a ``"biallelic_snp"`` entry counting
+        the multiallelic, indel and symbolic variants skipped.
+
+    Raises
+    ------
+    UsageError
+        pgenlib is not installed.
+    InputError
+        A missing or unparsable file, unknown sample IDs, or a ``.pgen``
+        that disagrees with the ``.pvar``/``.psam`` line counts.
+    """
+    _import_pgenlib()
+    prefix = pgen_prefix(path)
+    pgen_path = Path(str(prefix) + ".pgen")
+    if not pgen_path.exists():
+        raise InputError("file not found", path=pgen_path)
+    psam = read_psam(str(prefix) + ".psam")
+    pvar = read_pvar(str(prefix) + ".pvar")
+    try:
+        positions = pvar["POS"].astype(np.int64).to_numpy()
+    except ValueError:
+        raise InputError("non-integer POS", path=str(prefix) + ".pvar") from None
+    rows = _select_samples(psam, samples, Path(str(prefix) + ".psam"))
+    in_region = _region_mask(pvar, positions, region)
+    alt = pvar["ALT"].to_numpy(dtype=str)
+    multiallelic = np.char.find(alt, ",") >= 0
+    # ALT "." is a monomorphic site; the .bed it came from has "0" there.
+    monomorphic = alt == "."
+    other = np.where(monomorphic, "0", alt)
+    snp = _is_snp_allele(pvar["REF"]) & (_is_snp_allele(pvar["ALT"]) | monomorphic)
+    columns = np.flatnonzero(in_region & snp)
+    try:
+        dosage = _read_hardcalls(
+            pgen_path, len(pvar), rows, columns, _allele_offsets(alt), len(psam)
+        )
+    except RuntimeError as error:  # pgenlib reports header/size problems this way
+        raise InputError(f"cannot read as .pgen ({error})", path=pgen_path) from None
+    selected = pvar.iloc[columns]
+    genotypes = Genotypes(
+        dosage=dosage,
+        samples=psam["IID"].to_numpy(dtype=str)[rows],
+        variants=pd.DataFrame(
+            {
+                "chrom": selected["CHROM"].to_numpy(dtype=object),
+                "pos": positions[columns],
+                "id": selected["ID"].to_numpy(dtype=object),
+                "counted": selected["REF"].to_numpy(dtype=object),
+                "other": other[columns].astype(object),
+            }
+        ),
+        families=psam["FID"].to_numpy(dtype=str)[rows] if "FID" in psam else None,
+        source=str(pgen_path),
+    )
+    _log_skipped(genotypes, in_region, snp, multiallelic)
+    return genotypes
+
+
+def _log_skipped(genotypes, in_region, snp, multiallelic) -> None:
+    n_multi = int(np.count_nonzero(in_region & multiallelic))
+    n_other = int(np.count_nonzero(in_region & ~snp & ~multiallelic))
+    n_read = int(np.count_nonzero(in_region))
+    genotypes.filter_log.append(
+        {
+            "filter": "biallelic_snp",
+            "unit": "variants",
+            "removed": n_multi + n_other,
+            "reason": f"not a biallelic SNP (multiallelic: {n_multi}, indel or "
+            f"symbolic: {n_other}) out of {n_read} variants read",
+            "details": {
+                "multiallelic": n_multi, "indel_or_symbolic": n_other,
+                "records_read": n_read,
+            },
+        }
+    )

@@ -1,0 +1,110 @@
+"""PLINK 2 input: a .pgen converted by plink2 reads as the .bed it came from."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from admixspec import InputError, fit_admixture, simulate_balding_nichols
+from admixspec.io import read_genotypes, read_pgen, read_vcf, write_plink
+
+pytest.importorskip("pgenlib", reason="pgenlib (the 'pgen' extra) not installed")
+PLINK2 = shutil.which("plink2")
+pytestmark = pytest.mark.skipif(PLINK2 is None, reason="plink2 not installed")
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+MULTIALLELIC_VCF = (
+    "##fileformat=VCFv4.2\n"
+    "##contig=<ID=1,length=1000>\n"
+    '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+    "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ta\tb\tc\n"
+    "1\t10\tsnp1\tA\tG\t.\t.\t.\tGT\t0/0\t0/1\t./.\n"
+    "1\t20\tmulti\tA\tG,T\t.\t.\t.\tGT\t0/0\t1/2\t0/2\n"
+    "1\t30\tindel\tA\tAT\t.\t.\t.\tGT\t0/0\t0/1\t1/1\n"
+    "1\t40\tsnp2\tC\tT\t.\t.\t.\tGT\t1/1\t0/1\t0/0\n"
+)
+
+
+def plink2(*args: str) -> None:
+    subprocess.run([PLINK2, *args, "--threads", "1"], check=True, capture_output=True)
+
+
+def make_pgen(source_prefix: Path, out_prefix: Path) -> Path:
+    plink2("--bfile", str(source_prefix), "--make-pgen", "--out", str(out_prefix))
+    return out_prefix
+
+
+@pytest.fixture(scope="module")
+def example_pgen(tmp_path_factory) -> Path:
+    return make_pgen(DATA / "example", tmp_path_factory.mktemp("pgen") / "example")
+
+
+@pytest.fixture
+def missing_bed(tmp_path) -> Path:
+    """A fileset with missing calls and monomorphic SNPs (other allele "0")."""
+    sim = simulate_balding_nichols(30, 400, 2, missing_rate=0.05, seed=7)
+    prefix = tmp_path / "missing"
+    write_plink(prefix, sim.genotypes)
+    return prefix
+
+
+class TestReadPgen:
+    def test_pgen__same_dosage_alleles_and_Q_as_bed(self, example_pgen):
+        bed = read_genotypes(DATA / "example.bed")
+        pgen = read_genotypes(example_pgen.with_suffix(".pgen"))
+        assert np.array_equal(pgen.dosage, bed.dosage)
+        assert pgen.samples.tolist() == bed.samples.tolist()
+        assert pgen.variants.equals(bed.variants)  # REF is .bim column 6 (A2)
+        assert np.array_equal(fit_admixture(pgen, 3, seed=1).Q,
+                              fit_admixture(bed, 3, seed=1).Q)
+
+    def test_pgen__missing_calls_match_bed(self, missing_bed, tmp_path):
+        pgen_prefix = make_pgen(missing_bed, tmp_path / "converted")
+        bed = read_genotypes(missing_bed.with_suffix(".bed"), drop_monomorphic=False)
+        pgen = read_genotypes(pgen_prefix, drop_monomorphic=False)  # a prefix works
+        assert (pgen.dosage == -1).any()
+        assert np.array_equal(pgen.dosage, bed.dosage)
+        assert pgen.variants.equals(bed.variants)
+
+    def test_pgen__keep_and_region_match_bed(self, example_pgen, tmp_path):
+        keep = tmp_path / "keep.txt"
+        keep.write_text("pop1-03\npop2-01\n")
+        options = {"keep": keep, "region": "1:1-2000000"}
+        bed = read_genotypes(DATA / "example.bed", **options)
+        pgen = read_genotypes(example_pgen, **options)
+        assert pgen.samples.tolist() == ["pop1-03", "pop2-01"]
+        assert 0 < pgen.n_snps < 10000
+        assert np.array_equal(pgen.dosage, bed.dosage)
+
+    def test_pgen__multiallelic_skipped_and_counted(self, tmp_path):
+        vcf = tmp_path / "multi.vcf"
+        vcf.write_text(MULTIALLELIC_VCF)
+        plink2("--vcf", str(vcf), "--make-pgen", "--out", str(tmp_path / "multi"))
+        pgen = read_pgen(tmp_path / "multi.pgen")
+        assert pgen.variants["id"].tolist() == ["snp1", "snp2"]
+        assert np.array_equal(pgen.dosage, read_vcf(vcf).dosage)  # REF copies
+        details = pgen.filter_log[0]["details"]
+        assert (details["multiallelic"], details["indel_or_symbolic"]) == (1, 1)
+
+    def test_pgen__unknown_sample_is_input_error(self, example_pgen):
+        with pytest.raises(InputError, match="not in the .psam"):
+            read_pgen(example_pgen, samples=["nobody"])
+
+    def test_pgen__missing_pvar_is_input_error(self, example_pgen, tmp_path):
+        for suffix in (".pgen", ".psam"):
+            shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+        with pytest.raises(InputError, match="the .pvar file"):
+            read_pgen(tmp_path / "x.pgen")
+
+    def test_pgen__pgen_disagreeing_with_pvar_is_input_error(self, example_pgen, tmp_path):
+        for suffix in (".pgen", ".psam"):
+            shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+        lines = example_pgen.with_suffix(".pvar").read_text().splitlines(keepends=True)
+        (tmp_path / "x.pvar").write_text("".join(lines[:-5]))
+        with pytest.raises(InputError, match="cannot read as .pgen"):
+            read_pgen(tmp_path / "x")
