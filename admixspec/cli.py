@@ -359,7 +359,8 @@ def run_info(args: argparse.Namespace) -> int:
     from .genotypes import genotype_summary, summary_lines
 
     summary = genotype_summary(read_genotypes_from_args(args), with_k_hint=True, seed=0)
-    print(json.dumps(summary, indent=2) if args.json else "\n".join(summary_lines(summary)))
+    print(json.dumps(summary, indent=2) if args.json
+          else "\n".join(summary_lines(summary)))
     return 0
 
 

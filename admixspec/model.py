@@ -48,7 +48,14 @@ from .ml.bootstrap import BootstrapResult
 from .ml.bootstrap import bootstrap as bootstrap_q
 from .ml.crossval import CVResult, cross_validate, format_cv
 from .ml.initial import p_given_q
-from .ml.likelihood import P_MAX, P_MIN, Engine, check_dosage, loglikelihood, thread_limit
+from .ml.likelihood import (
+    P_MAX,
+    P_MIN,
+    Engine,
+    check_dosage,
+    loglikelihood,
+    thread_limit,
+)
 from .ml.project import fit_supervised, project
 from .ml.refine import fit_ml, format_iteration
 from .result import FitResult
@@ -358,7 +365,9 @@ def _resolve_method(method, init, labels, P):
         if init not in ML_INITS:
             raise UsageError(f"method='ml' starts from 'svd' or 'random', not {init!r}")
     elif init not in (None, "spectral") and method == "spectral":
-        raise UsageError(f"method='spectral' starts from the spectral estimate, not {init!r}")
+        raise UsageError(
+            f"method='spectral' starts from the spectral estimate, not {init!r}"
+        )
     return method, init
 
 
@@ -429,7 +438,8 @@ def _log_spectral(log, path, diagnostics):
         log.add(
             f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
             f"{d['max_frequency']:g}), {d['eigenpairs']} eigenpairs "
-            f"({d['stable_eigenpairs']} Newton-stable), {d['local_maxima']} local maxima, "
+            f"({d['stable_eigenpairs']} Newton-stable), {d['local_maxima']} local "
+            "maxima, "
             f"{d['candidates']} candidates, {d['subsets']} subsets searched"
         )
     for key in ("refine_reason", "fallback_reason"):
@@ -460,7 +470,8 @@ def _fit_spectral_path(G, K, *, refine, tol, max_iter, seed, windows, n_starts,
     else:
         path, ml, P, loglik = _choose_and_fit(
             G, K, Q, counts=counts, refine=refine, tol=tol, max_iter=max_iter,
-            seed=seed, threads=threads, log=log, timings=timings, diagnostics=diagnostics,
+            seed=seed, threads=threads, log=log, timings=timings,
+            diagnostics=diagnostics,
         )
     n_iter, converged = 0, True
     if ml is not None:

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+
 from .exceptions import InputError, UsageError
 from .metrics import assign_components
 
@@ -223,13 +224,15 @@ def _individual_order(Q: np.ndarray, labels, population_order):
 
 
 def _check_panel_inputs(loaded, labels, sample_ids, out):
-    """Labels (read from a file if a path) after checking every size; raises UsageError."""
+    """Labels (read from a file if a path), after checking every size."""
     from .io.results import read_population_labels, read_sample_ids
 
     n = loaded[0][0].shape[0]
     for Q, source in loaded:
         if Q.shape[0] != n:
-            raise UsageError(f"{source} has {Q.shape[0]} individuals, the first Q has {n}")
+            raise UsageError(
+                f"{source} has {Q.shape[0]} individuals, the first Q has {n}"
+            )
     if isinstance(sample_ids, (str, os.PathLike)):
         sample_ids = read_sample_ids(sample_ids)
     if sample_ids is not None and len(sample_ids) != n:

@@ -184,7 +184,8 @@ def _site_genotypes(dosage, positions, counted, other) -> Genotypes:
     """Genotypes of simulated sites: 1-based positions, ``ind<i>``/``snp<j>`` IDs."""
     n_individuals, n_sites = dosage.shape
     genotypes = Genotypes.from_array(
-        np.ascontiguousarray(dosage), samples=[f"ind{i + 1}" for i in range(n_individuals)]
+        np.ascontiguousarray(dosage),
+        samples=[f"ind{i + 1}" for i in range(n_individuals)],
     )
     genotypes.variants["pos"] = positions.astype(np.int64) + 1
     genotypes.variants["id"] = [f"snp{j + 1}" for j in range(n_sites)]
@@ -213,16 +214,19 @@ def _ancestral_tree_sequence(msprime, names, *, n_haplotypes, split_time,
         demography.add_population(name=name, initial_size=population_size)
     if len(names) > 1:
         demography.add_population(name="ancestral", initial_size=population_size)
-        demography.add_population_split(time=split_time, derived=names, ancestral="ancestral")
+        demography.add_population_split(time=split_time, derived=names,
+                                        ancestral="ancestral")
     ancestry_seed, mutation_seed = seeds
     tree_sequence = msprime.sim_ancestry(
-        samples=[msprime.SampleSet(n_haplotypes, population=name, ploidy=1) for name in names],
+        samples=[msprime.SampleSet(n_haplotypes, population=name, ploidy=1)
+                 for name in names],
         demography=demography,
         sequence_length=sequence_length,
         recombination_rate=recombination_rate,
         random_seed=ancestry_seed,
     )
-    return msprime.sim_mutations(tree_sequence, rate=mutation_rate, random_seed=mutation_seed)
+    return msprime.sim_mutations(tree_sequence, rate=mutation_rate,
+                                 random_seed=mutation_seed)
 
 
 def _biallelic_haplotypes(tree_sequence):
@@ -250,14 +254,16 @@ def _mosaic_individuals(rng, W, haplotypes, positions, *, n_haplotypes, length,
     n_individuals, K = W.shape
     dosage_alt = np.zeros((n_individuals, haplotypes.shape[1]), dtype=np.int8)
     realised = np.zeros((n_individuals, K))
-    for i in range(n_individuals):  # individuals x 2 chromosomes: a handful of blocks each
+    # individuals x 2 chromosomes, a handful of blocks each: short Python loops
+    for i in range(n_individuals):
         for _ in range(2):
             ends, pops = _mosaic_blocks(rng, W[i], length, rate_per_bp)
             starts = np.concatenate([[0.0], ends[:-1]])
             np.add.at(realised[i], pops, ends - starts)
             sources = pops * n_haplotypes + rng.integers(0, n_haplotypes, size=len(pops))
             block_of_site = np.searchsorted(ends, positions, side="right")
-            dosage_alt[i] += haplotypes[sources[block_of_site], np.arange(len(positions))]
+            sites = np.arange(len(positions))
+            dosage_alt[i] += haplotypes[sources[block_of_site], sites]
     return dosage_alt, realised / realised.sum(axis=1, keepdims=True)
 
 

@@ -95,9 +95,10 @@ def _modules(package: str) -> list:
     root = importlib.import_module(package)
     found = [root] if package == "admixspec" else []
     for info in pkgutil.iter_modules(root.__path__):
-        if info.ispkg or info.name.startswith("_") or f"{package}.{info.name}" in PACKAGES:
+        name = f"{package}.{info.name}"
+        if info.ispkg or info.name.startswith("_") or name in PACKAGES:
             continue
-        found.append(importlib.import_module(f"{package}.{info.name}"))
+        found.append(importlib.import_module(name))
     if package != "admixspec":
         found.insert(0, root)
     return found

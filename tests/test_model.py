@@ -181,13 +181,15 @@ class TestFitAdmixtureMatchesRun:
         write_q(folder / "lib.Q", result.Q)
         write_p(folder / "lib.P", result.P)
         for kind in ("Q", "P"):
-            assert (folder / f"lib.{kind}").read_bytes() == Path(f"{out}.2.{kind}").read_bytes()
+            cli_file = Path(f"{out}.2.{kind}")
+            assert (folder / f"lib.{kind}").read_bytes() == cli_file.read_bytes()
         record = json.loads(Path(f"{out}.2.json").read_text())
         assert record["loglik"] == result.loglik
         assert record["path"] == result.path
         logged = Path(f"{out}.2.log").read_text().splitlines()
         # the run's log: its header, the fit's lines, then the wall time
-        assert _masked(logged[-1 - len(result.log_lines) : -1]) == _masked(result.log_lines)
+        fit_lines = logged[-1 - len(result.log_lines) : -1]
+        assert _masked(fit_lines) == _masked(result.log_lines)
         assert logged[-1].startswith("Elapsed: ")
         assert result.log_lines[-1] == f"Loglikelihood: {result.loglik:.6f}"
 

@@ -141,7 +141,8 @@ class TestPlotAncestry:
         from matplotlib.figure import Figure
 
         with pytest.raises(UsageError, match="1 axes given for 2 panels"):
-            plot_ancestry([_nested_truth()[2], _nested_truth()[3]], ax=Figure().subplots())
+            plot_ancestry([_nested_truth()[2], _nested_truth()[3]],
+                          ax=Figure().subplots())
 
     @pytest.mark.parametrize("suffix", [".pdf", ".svg"])
     def test_plot_ancestry__writes_vector_formats(self, tmp_path, suffix):

@@ -23,7 +23,8 @@ def _long_functions():
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 lines -= first.end_lineno - first.lineno + 1
             if lines > MAX_CODE_LINES and REASON not in docstring:
-                yield f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} ({lines})"
+                where = path.relative_to(PACKAGE.parent)
+                yield f"{where}:{node.lineno} {node.name} ({lines})"
 
 
 def test_functions__at_most_80_lines_of_code_or_say_why():

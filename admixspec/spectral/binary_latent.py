@@ -740,7 +740,8 @@ def _eigen_candidates(T, K, ep, d, sigma, *, tau, near_pairs, near_residual, rng
     keep = np.flatnonzero(ep.values >= 1.0 - tau)
     if len(keep) + len(near_lam) < d:
         warnings.warn(
-            f"only {len(keep) + len(near_lam)} (near-)eigenpairs with lambda >= 1 - tau; "
+            f"only {len(keep) + len(near_lam)} (near-)eigenpairs with lambda >= "
+            "1 - tau; "
             f"using all {len(ep)} eigenpairs with lambda > 0 as candidates",
             ConvergenceWarning,
             stacklevel=3,
@@ -772,9 +773,10 @@ class _Candidates:
         """Add the distinct polished random starts that pass the binary test."""
         extra = _random_start_minima(Z, K, sigma, n_starts, rng)
         extra_lam = 1.0 / np.sqrt(x_mean @ extra.T)
-        extra_scores, extra_z = _score_candidates(X_score, extra, extra_lam, sigma, score)
-        new = (extra_z <= binary_test) & _new_rows(self.rows[self.binary_z <= binary_test],
-                                                   extra)
+        extra_scores, extra_z = _score_candidates(X_score, extra, extra_lam, sigma,
+                                                  score)
+        passing = self.rows[self.binary_z <= binary_test]
+        new = (extra_z <= binary_test) & _new_rows(passing, extra)
         if np.any(new):
             first_index = min(0, int(self.index.min()))
             self.index = np.concatenate([self.index,
@@ -808,8 +810,8 @@ def _select_candidates(c, d, sigma, X_score, *, binary_tol, binary_test, rng, in
         order = np.concatenate([order[~failed], order[failed]])
     if n_pass > d and d <= _MAX_SUBSET_SEARCH_D:
         # more candidates pass than are needed: the model's likelihood decides
-        sel, info["subset_swaps"] = _likelihood_subset(X_score, c.rows, order[:n_pass], d,
-                                                       sigma, rng)
+        sel, info["subset_swaps"] = _likelihood_subset(X_score, c.rows, order[:n_pass],
+                                                       d, sigma, rng)
         return sel
     return order[:d]
 
@@ -924,8 +926,10 @@ def fit_binary_latent(
     K, T, Z = _whitened_moments(X_mom, d, sigma)
     ep = eigenpairs(T, n_starts=n_starts, seed=rng)
     info: dict = {}
-    cand, lam, keep = _eigen_candidates(T, K, ep, d, sigma, tau=tau, near_pairs=near_pairs,
-                                        near_residual=near_residual, rng=rng, info=info)
+    cand, lam, keep = _eigen_candidates(
+        T, K, ep, d, sigma, tau=tau, near_pairs=near_pairs, near_residual=near_residual,
+        rng=rng, info=info,
+    )
     x_mean = X_score.mean(axis=0)
     if polish and sigma > 0:
         cand, lam, keep, moved = _polished(Z, x_mean, K, cand, lam, keep, sigma, rng)
@@ -934,7 +938,8 @@ def fit_binary_latent(
             raise InputError(
                 f"only {len(cand)} distinct candidates after polishing, fewer than d = {d}"
             )
-    c = _Candidates(cand, lam, keep, *_score_candidates(X_score, cand, lam, sigma, score))
+    scores, binary_z = _score_candidates(X_score, cand, lam, sigma, score)
+    c = _Candidates(cand, lam, keep, scores, binary_z)
     testing = binary_test is not None and sigma > 0
     if testing and polish and random_starts and np.sum(c.binary_z <= binary_test) < d:
         info["n_random_start"] = c.extend_by_random_starts(
@@ -950,7 +955,8 @@ def fit_binary_latent(
     return BinaryLatentResult(
         W=W, V=V, d=d, sigma=sigma, estimated=estimated, eigenpairs=ep, tensor=T, K=K,
         candidates=c.rows, candidate_values=c.lam, candidate_index=c.index,
-        scores=c.scores, binary_z=c.binary_z, selected=sel, method=method, score=score if sigma > 0 else "binary",
+        scores=c.scores, binary_z=c.binary_z, selected=sel, method=method,
+        score=score if sigma > 0 else "binary",
         split=split if sigma > 0 else "none", info=info,
     )
 
