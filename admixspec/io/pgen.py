@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..exceptions import InputError, UsageError
 from ..genotypes import MISSING, Genotypes
-from .plink import _is_snp_allele
+from .plink import _is_snp_allele, _region_mask, _sample_rows
 
 __all__ = ["pgen_prefix", "read_pgen"]
 
@@ -108,35 +108,6 @@ def read_psam(path) -> pd.DataFrame:
     return table
 
 
-def _select_samples(psam: pd.DataFrame, samples, path: Path) -> np.ndarray:
-    iids = psam["IID"].to_numpy(dtype=str)
-    if samples is None:
-        return np.arange(len(iids))
-    unknown = [s for s in samples if s not in set(iids)]
-    if unknown:
-        raise InputError(
-            f"{len(unknown)} requested sample(s) not in the .psam file "
-            f"(first: {unknown[0]!r})",
-            path=path,
-        )
-    return np.flatnonzero(np.isin(iids, list(samples)))
-
-
-def _region_mask(pvar: pd.DataFrame, positions: np.ndarray, region: str | None) -> np.ndarray:
-    mask = np.ones(len(pvar), dtype=bool)
-    if region is None:
-        return mask
-    from .vcf import parse_region
-
-    chrom, start, end = parse_region(region)
-    mask &= pvar["CHROM"].to_numpy(dtype=str) == chrom
-    if start is not None:
-        mask &= positions >= start
-    if end is not None:
-        mask &= positions <= end
-    return mask
-
-
 def _allele_offsets(alt: np.ndarray) -> np.ndarray:
     """pgenlib's allele_idx_offsets: where each variant's alleles start (REF + ALTs)."""
     n_alleles = 2 + np.char.count(alt.astype(str), ",")
@@ -214,8 +185,10 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
         positions = pvar["POS"].astype(np.int64).to_numpy()
     except ValueError:
         raise InputError("non-integer POS", path=str(prefix) + ".pvar") from None
-    rows = _select_samples(psam, samples, Path(str(prefix) + ".psam"))
-    in_region = _region_mask(pvar, positions, region)
+    rows = _sample_rows(
+        psam["IID"].to_numpy(dtype=str), samples, str(prefix) + ".psam", kind=".psam"
+    )
+    in_region = _region_mask(pvar["CHROM"].to_numpy(dtype=str), positions, region)
     alt = pvar["ALT"].to_numpy(dtype=str)
     multiallelic = np.char.find(alt, ",") >= 0
     # ALT "." is a monomorphic site; the .bed it came from has "0" there.

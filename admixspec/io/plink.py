@@ -110,19 +110,40 @@ def _is_snp_allele(alleles: pd.Series) -> np.ndarray:
     return (np.char.str_len(values) == 1) & ~np.isin(values, ["*", "-", "."])
 
 
-def _sample_rows(fam, samples, fam_path) -> np.ndarray:
-    """Rows of the requested IIDs (all of which must exist), in file order."""
+def _sample_rows(iids: np.ndarray, samples, path, kind: str = ".fam") -> np.ndarray:
+    """Rows of the requested IIDs (all of which must exist), in file order.
+
+    Shared with the ``.psam`` reader (``kind`` names the file in the error).
+    """
     if samples is None:
-        return np.arange(len(fam))
-    iids = fam["iid"].to_numpy()
+        return np.arange(len(iids))
     unknown = [s for s in samples if s not in set(iids)]
     if unknown:
         raise InputError(
-            f"{len(unknown)} requested sample(s) not in the .fam file "
+            f"{len(unknown)} requested sample(s) not in the {kind} file "
             f"(first: {unknown[0]!r})",
-            path=fam_path,
+            path=path,
         )
     return np.flatnonzero(np.isin(iids, list(samples)))
+
+
+def _region_mask(chrom: np.ndarray, positions: np.ndarray, region: str | None) -> np.ndarray:
+    """Which variants lie in ``region`` (``chrom:start-end``; all when ``None``).
+
+    Shared with the ``.pvar`` reader.
+    """
+    mask = np.ones(len(positions), dtype=bool)
+    if region is None:
+        return mask
+    from .vcf import parse_region
+
+    name, start, end = parse_region(region)
+    mask &= chrom == name
+    if start is not None:
+        mask &= positions >= start
+    if end is not None:
+        mask &= positions <= end
+    return mask
 
 
 def _snp_columns(bim, positions, region):
@@ -130,16 +151,7 @@ def _snp_columns(bim, positions, region):
 
     Returns (columns, variants in the region, of which not SNPs).
     """
-    columns_mask = np.ones(len(bim), dtype=bool)
-    if region is not None:
-        from .vcf import parse_region
-
-        chrom, start, end = parse_region(region)
-        columns_mask &= bim["chrom"].to_numpy() == chrom
-        if start is not None:
-            columns_mask &= positions >= start
-        if end is not None:
-            columns_mask &= positions <= end
+    columns_mask = _region_mask(bim["chrom"].to_numpy(), positions, region)
     in_region = int(columns_mask.sum())
     snp = _is_snp_allele(bim["a1"]) & _is_snp_allele(bim["a2"])
     not_snp = int(np.count_nonzero(columns_mask & ~snp))
@@ -203,7 +215,7 @@ def read_plink(
     except ValueError:
         raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
 
-    rows = _sample_rows(fam, samples, str(prefix) + ".fam")
+    rows = _sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
     columns, in_region, not_snp = _snp_columns(bim, positions, region)
     dosage = _read_bed(bed_path, len(fam), len(bim), rows, columns, num_threads)
     selected = bim.iloc[columns]
