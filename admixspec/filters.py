@@ -186,7 +186,9 @@ def parse_indep_pairwise(values) -> tuple[int, int, float]:
             f"got {window!r} {step!r} {r2!r}"
         ) from None
     if window_snps < 2:
-        raise UsageError(f"--indep-pairwise: WINDOW must be at least 2 SNPs, got {window}")
+        raise UsageError(
+            f"--indep-pairwise: WINDOW must be at least 2 SNPs, got {window}"
+        )
     if step_snps < 1:
         raise UsageError(f"--indep-pairwise: STEP must be at least 1 SNP, got {step}")
     if not 0.0 <= threshold <= 1.0:

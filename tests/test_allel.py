@@ -10,7 +10,9 @@ import pytest
 from admixspec import InputError, fit_admixture
 from admixspec.io import from_allel, read_genotypes, read_vcf
 
-allel = pytest.importorskip("allel", reason="scikit-allel (the 'allel' extra) not installed")
+allel = pytest.importorskip(
+    "allel", reason="scikit-allel (the 'allel' extra) not installed"
+)
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -66,14 +68,15 @@ class TestFromAllel:
         assert via_allel.variants["id"].tolist() == ["snp", "half", "mono"]
         assert np.array_equal(via_allel.dosage, via_vcf.dosage)
         # REF copies; ./. and the half call 0/. are missing, not 0 as to_n_alt fills.
-        assert via_allel.dosage.T.tolist() == [[2, 1, 0, -1], [-1, 1, 0, 2], [2, 2, -1, 2]]
+        expected = [[2, 1, 0, -1], [-1, 1, 0, 2], [2, 2, -1, 2]]
+        assert via_allel.dosage.T.tolist() == expected
         assert via_allel.variants["other"].tolist() == ["G", "T", "0"]
         details = via_allel.filter_log[0]["details"]
         assert details == {
             "multiallelic": 1, "indel": 1, "symbolic_or_other": 1, "records_read": 6
         }
 
-    def test_from_allel__without_variants_skips_calls_using_a_third_allele(self, cases_vcf):
+    def test_from_allel__without_variants_skips_calls_of_a_third_allele(self, cases_vcf):
         callset = allel.read_vcf(str(cases_vcf))
         genotypes = from_allel(callset["calldata/GT"])
         assert genotypes.n_snps == 5  # only "multi" calls use allele index 2

@@ -101,7 +101,7 @@ class TestReadPgen:
         with pytest.raises(InputError, match="the .pvar file"):
             read_pgen(tmp_path / "x.pgen")
 
-    def test_pgen__pgen_disagreeing_with_pvar_is_input_error(self, example_pgen, tmp_path):
+    def test_pgen__pgen_disagreeing_with_pvar_is_error(self, example_pgen, tmp_path):
         for suffix in (".pgen", ".psam"):
             shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
         lines = example_pgen.with_suffix(".pvar").read_text().splitlines(keepends=True)

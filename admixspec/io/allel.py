@@ -105,14 +105,23 @@ def _variant_table(variants, n_variants: int) -> tuple[pd.DataFrame, dict]:
     multi = n_alt > 1
     long = (np.char.str_len(ref) != 1) | (np.char.str_len(first_alt) != 1)
     indel = ~multi & long & np.char.isalpha(ref) & np.char.isalpha(first_alt)
-    bad_base = ~np.isin(ref, _SNP_BASES) | ((n_alt > 0) & ~np.isin(first_alt, _SNP_BASES))
+    bad_alt = (n_alt > 0) & ~np.isin(first_alt, _SNP_BASES)
+    bad_base = ~np.isin(ref, _SNP_BASES) | bad_alt
     other = ~multi & ~indel & (long | bad_base)
-    chrom, pos, ids = (_column(variants, name) for name in ("CHROM", "POS", "ID"))
+    defaults = {
+        "CHROM": np.full(n_variants, "1"),
+        "POS": np.arange(1, n_variants + 1),
+        "ID": np.full(n_variants, "."),
+    }
+    chrom, pos, ids = (
+        default if (column := _column(variants, name)) is None else column
+        for name, default in defaults.items()
+    )
     table = pd.DataFrame(
         {
-            "chrom": (chrom if chrom is not None else np.full(n_variants, "1")).astype(str),
-            "pos": (pos if pos is not None else np.arange(1, n_variants + 1)).astype(np.int64),
-            "id": (ids if ids is not None else np.full(n_variants, ".")).astype(str),
+            "chrom": chrom.astype(str),
+            "pos": pos.astype(np.int64),
+            "id": ids.astype(str),
             "counted": ref,
             "other": first_alt,
         }
@@ -161,7 +170,7 @@ def from_allel(genotype_array, *, samples=None, variants=None) -> Genotypes:
 
     Parameters
     ----------
-    genotype_array : allel.GenotypeArray, GenotypeChunkedArray, GenotypeDaskArray or ndarray
+    genotype_array : allel.GenotypeArray or array_like
         Allele indices, int, shape (n_variants, n_samples, ploidy), ploidy
         1 or 2, negative for missing (``callset["calldata/GT"]`` of
         ``allel.read_vcf``).

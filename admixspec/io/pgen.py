@@ -63,11 +63,14 @@ def _count_meta_lines(path: Path) -> tuple[int, str | None]:
     return n_meta, None
 
 
-def _read_plink2_table(path: Path, kind: str, headerless: list[str]) -> pd.DataFrame:
+def _read_plink2_table(
+    path: Path, kind: str, headerless: list[str], needed: tuple = ()
+) -> pd.DataFrame:
     """Read a ``.pvar``/``.psam`` as str columns named as in its ``#`` header.
 
     Without a ``#`` header line the file is in PLINK 1 layout (``.bim`` or
-    ``.fam`` columns), as PLINK 2 allows.
+    ``.fam`` columns), as PLINK 2 allows. With ``needed``, only those columns
+    are parsed (a ``.pvar``'s INFO column can dwarf the rest).
     """
     if not path.exists():
         if Path(str(path) + ".zst").exists():
@@ -76,13 +79,24 @@ def _read_plink2_table(path: Path, kind: str, headerless: list[str]) -> pd.DataF
                 f"'plink2 --zst-decompress {path}.zst > {path}'",
                 path=str(path) + ".zst",
             )
-        raise InputError(f"file not found (the {kind} file of the PLINK 2 fileset)", path=path)
+        raise InputError(
+            f"file not found (the {kind} file of the PLINK 2 fileset)", path=path
+        )
     try:
         n_meta, header = _count_meta_lines(path)
-        names = header.lstrip("#").split() if header else headerless
+    except UnicodeDecodeError as error:
+        raise InputError(f"cannot parse {kind} file ({error})", path=path) from None
+    names = header.lstrip("#").split() if header else headerless
+    missing = [name for name in needed if name not in names]
+    if missing:
+        raise InputError(
+            f"no {', '.join(missing)} column in the {kind} header", path=path
+        )
+    try:
         table = pd.read_csv(
             path, sep=r"\s+", skiprows=n_meta + (1 if header else 0), header=None,
-            names=names, dtype=str, na_filter=False, engine="c",
+            names=names, usecols=list(needed) or None, dtype=str, na_filter=False,
+            engine="c",
         )
     except pd.errors.EmptyDataError:
         table = pd.DataFrame({name: pd.Series(dtype=object) for name in headerless})
@@ -93,11 +107,9 @@ def _read_plink2_table(path: Path, kind: str, headerless: list[str]) -> pd.DataF
 
 def read_pvar(path) -> pd.DataFrame:
     """Read a ``.pvar`` (str columns CHROM, POS, ID, REF, ALT, ...)."""
-    table = _read_plink2_table(Path(path), ".pvar", _BIM_COLUMNS)
-    missing = [name for name in ("CHROM", "POS", "ID", "REF", "ALT") if name not in table]
-    if missing:
-        raise InputError(f"no {', '.join(missing)} column in the .pvar header", path=path)
-    return table
+    return _read_plink2_table(
+        Path(path), ".pvar", _BIM_COLUMNS, needed=("CHROM", "POS", "ID", "REF", "ALT")
+    )
 
 
 def read_psam(path) -> pd.DataFrame:

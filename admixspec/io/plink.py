@@ -127,7 +127,7 @@ def _sample_rows(iids: np.ndarray, samples, path, kind: str = ".fam") -> np.ndar
     return np.flatnonzero(np.isin(iids, list(samples)))
 
 
-def _region_mask(chrom: np.ndarray, positions: np.ndarray, region: str | None) -> np.ndarray:
+def _region_mask(chrom: np.ndarray, positions: np.ndarray, region) -> np.ndarray:
     """Which variants lie in ``region`` (``chrom:start-end``; all when ``None``).
 
     Shared with the ``.pvar`` reader.
