@@ -308,9 +308,9 @@ def thread_limit(threads):
 def check_dosage(dosage) -> np.ndarray:
     """Check every dosage value, then return the dosage as C-contiguous int8.
 
-    Values are checked before any cast, so that nothing is silently changed:
-    casting first would turn 1.9 into 1, 0.5 into 0, 256 into 0 and 255 into
-    -1 (missing).
+    Every value is checked, so that nothing is silently changed: a bare cast
+    to int8 would turn 1.9 into 1, 0.5 into 0, 256 into 0 and 255 into -1
+    (missing).
 
     Parameters
     ----------
