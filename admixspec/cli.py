@@ -8,7 +8,10 @@ the parsed arguments into library calls and writes the results. Only
 ``OSError`` become one line ``admixspec: error: <file>: <problem>`` on stderr
 and exit code 1; usage errors (bad flags, or a
 :class:`~admixspec.exceptions.UsageError` from the library) exit with code 2.
-``--debug`` shows the traceback instead.
+``--debug`` shows the traceback instead. Python warnings (e.g.
+:class:`~admixspec.exceptions.ConvergenceWarning`) print as one line
+``admixspec: <Category>: <message>`` through logging. Each K's output files
+are written whole or not at all.
 
 Helpers for subcommands that read genotypes:
 
