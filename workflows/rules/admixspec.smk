@@ -4,8 +4,9 @@
 # ADMIXTURE-style fit per K, with cross-validation; see docs/workflow.md.
 #
 # Every rule declares its software environment, envs/admixspec.yaml, so that
-# `snakemake --use-conda` builds it (admixspec and its dependencies) wherever
-# the jobs run; without --use-conda the `admixspec` on PATH is used.
+# `snakemake --use-conda` builds it (admixspec and its dependencies) where
+# snakemake runs and runs every job in it, on this machine or a cluster's
+# nodes; without --use-conda the `admixspec` on PATH is used.
 
 import os
 import shlex
