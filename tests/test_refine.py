@@ -72,6 +72,19 @@ class TestFitML:
         assert res.history[0].stage == "EM-batch"
         assert res.loglik == pytest.approx(loglikelihood(G, res.Q, res.P), rel=1e-12)
 
+    def test_fit_ml__block_relaxation_matches_em_optimum_in_fewer_passes(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        newton = fit_ml(G, 3, seed=0, accel="newton")
+        em = fit_ml(G, 3, seed=0, accel="squarem")
+        assert newton.converged and em.converged
+        assert newton.loglik == pytest.approx(em.loglik, rel=1e-7)
+        assert newton.n_passes < em.n_passes / 2
+
+    def test_fit_ml__block_relaxation_never_lowers_loglik(self, sim_fixture):
+        res = fit_ml(sim_fixture.genotypes.dosage, 3, init="random", seed=3)
+        assert all(h.delta >= 0 for h in res.history[1:])
+        assert {h.stage for h in res.history} <= {"QN", "EM"}
+
     def test_fit_ml__callback_gets_every_iteration(self, sim_fixture):
         seen = []
         res = fit_ml(sim_fixture.genotypes.dosage, 3, seed=0, callback=seen.append)
@@ -85,6 +98,8 @@ class TestFitML:
             fit_ml(G, 0)
         with pytest.raises(UsageError):
             fit_ml(G, 2, init="nonsense")
+        with pytest.raises(UsageError, match="accel"):
+            fit_ml(G, 2, accel="anderson")
         with pytest.raises(UsageError):
             fit_ml(G, 2, Q0=np.ones((3, 2)) / 2, P0=np.full((3000, 2), 0.5))
 
@@ -93,6 +108,8 @@ class TestFormatting:
     def test_format_iteration__admixture_layout(self):
         line = format_iteration(IterationInfo(12, "EM", 1.5, -3799887.17, 0.0018, 1))
         assert line == "12 (EM) \tElapsed: 1.500\tLoglikelihood: -3.79989e+06\t(delta): 0.0018"
+        line = format_iteration(IterationInfo(3, "QN", 1.5, -3799887.17, 0.0018, 1))
+        assert line.startswith("3 (QN/Block) \tElapsed: 1.500")
 
     def test_format_summary__ends_with_loglikelihood_line(self, sim_fixture):
         with warnings.catch_warnings():
