@@ -28,8 +28,8 @@ Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
     ``method="projection"``: Q by maximum likelihood with P fixed
     (:func:`admixspec.ml.project.project`).
 
-Refinement with ``refine="auto"`` is decided by a measured rule (see
-:func:`refinement_decision`).
+Refinement with ``refine="auto"`` is decided by held-out-individual
+likelihood (:func:`admixspec.selection.choose_estimator`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from .ml.likelihood import (
 from .ml.project import fit_supervised, project
 from .ml.refine import fit_ml, format_iteration
 from .result import FitResult
+from .selection import choose_estimator
 from .spectral.estimate import DEFAULT_WINDOWS, snp_sample, spectral_scan
 
 __all__ = [
@@ -66,7 +67,6 @@ __all__ = [
     "METHODS",
     "fit_admixture",
     "rare_allele_share",
-    "refinement_decision",
 ]
 
 logger = logging.getLogger("admixspec")
@@ -146,62 +146,6 @@ def rare_allele_share(dosage, *, counts=None) -> float:
     if not np.any(polymorphic):
         return 0.0
     return float(np.mean(minor[polymorphic] <= 0.05 * observed[polymorphic]))
-
-
-#: Rare-allele share above which the private-allele premise is taken to hold.
-RARE_SHARE_THRESHOLD = 0.25
-
-
-def refinement_decision(Q, rare_share, *, anchor_threshold=0.95,
-                        rare_threshold=RARE_SHARE_THRESHOLD):
-    """Whether maximum likelihood should refine a spectral estimate.
-
-    Maximum likelihood is identifiable, and then at least as accurate as the
-    spectral estimate, when every component has an *anchor*: an individual
-    (nearly) entirely of that ancestry. Without anchors the likelihood is
-    nearly flat along directions that mix components and the ML optimum
-    drifts (measured on the paper's msprime setting, alpha = 1: spectral Q
-    error 0.038, ML from the spectral start 0.138, the same optimum as from a
-    random start). The spectral estimate is kept only where it is
-    trustworthy: the data must be rich in rare alleles (see
-    :func:`rare_allele_share`); on array-like or Balding-Nichols data the
-    spectral candidates are biased (measured: Q error 0.095 against ML's
-    0.032 at alpha = 1, F_ST = 0.1) and ML is used.
-
-    Parameters
-    ----------
-    Q : numpy.ndarray, shape (n_individuals, K)
-        The spectral estimate.
-    rare_share : float
-        :func:`rare_allele_share` of the data.
-    anchor_threshold : float
-        Smallest proportion that makes an individual an anchor.
-    rare_threshold : float
-        Smallest rare-allele share for which the spectral estimate is kept.
-
-    Returns
-    -------
-    refine : bool
-    reason : str
-    """
-    anchors = Q.max(axis=0)
-    if np.all(anchors >= anchor_threshold):
-        return True, (
-            f"every component has an individual with proportion >= {anchor_threshold} "
-            f"(min {anchors.min():.3f}): likelihood is identifiable"
-        )
-    if rare_share < rare_threshold:
-        return True, (
-            f"only {rare_share:.0%} of SNPs have a minor allele frequency <= 5% "
-            f"(< {rare_threshold:.0%}): too few private alleles to trust the spectral "
-            "estimate"
-        )
-    return False, (
-        f"component(s) {np.flatnonzero(anchors < anchor_threshold).tolist()} have no "
-        f"individual with proportion >= {anchor_threshold} (max {anchors.min():.3f}) and "
-        f"{rare_share:.0%} of SNPs are rare: likelihood is flat along mixing directions, "
-        "keeping the spectral estimate"
-    )
 
 
 def _p_given_q(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None):
@@ -412,11 +356,16 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, lo
     Returns ``(path, ml, P, loglik)``: ``ml`` is the :class:`MLResult` of a
     refinement (then ``P`` and ``loglik`` are None), else None.
     """
-    share = rare_allele_share(G, counts=counts)
-    diagnostics["rare_allele_share"] = share
-    decision, reason = (
-        (refine, "requested") if refine != "auto" else refinement_decision(Q, share)
-    )
+    diagnostics["rare_allele_share"] = rare_allele_share(G, counts=counts)
+    decision, reason = refine, "requested"
+    if refine == "auto":
+        clock = time.perf_counter()
+        choice = choose_estimator(
+            G, Q, lambda G_part, Q_part: _p_given_q(G_part, Q_part, threads=threads)[0],
+            seed=seed, tol=tol, max_iter=max_iter, threads=threads)
+        timings["selection"] = time.perf_counter() - clock
+        decision, reason = choice.estimator == "spectral+ml", choice.reason
+        diagnostics["selection"] = choice.evidence
     diagnostics["refine"] = bool(decision)
     diagnostics["refine_reason"] = reason
     logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
@@ -555,9 +504,9 @@ def fit_admixture(
         same output.
     refine : {"auto", True, False}
         Spectral method only: maximise the likelihood from the spectral
-        estimate always (True), never (False), or unless
-        :func:`refinement_decision` finds the likelihood flat and the
-        spectral estimate trustworthy ("auto").
+        estimate always (True), never (False), or when ML's allele
+        frequencies predict held-out individuals significantly better than
+        the spectral ones ("auto", :func:`admixspec.selection.choose_estimator`).
     tol : float
         Log-likelihood change that stops EM (ADMIXTURE's ``-C``).
     max_iter : int

@@ -11,7 +11,8 @@ import admixspec.model as model
 from admixspec import InputError, UsageError, simulate_balding_nichols
 from admixspec.ml.likelihood import loglikelihood
 from admixspec.metrics import q_error
-from admixspec.model import fit_admixture, rare_allele_share, refinement_decision
+from admixspec.model import fit_admixture, rare_allele_share
+from admixspec.selection import Z_THRESHOLD
 
 from .reference import simulate_structured
 
@@ -78,21 +79,27 @@ class TestFitAdmixture:
 
 
 class TestRefinementDecision:
-    def test_anchors_in_every_component__refine(self):
-        Q = np.array([[0.95, 0.05], [0.02, 0.98], [0.5, 0.5]])
-        assert refinement_decision(Q, 0.5)[0]
+    def test_default__follows_the_held_out_evidence(self):
+        # which estimator is right is tested against truth in test_selection.py
+        sim = simulate_balding_nichols(80, 4000, 3, fst=0.1, alpha=1.0,
+                                       unadmixed_fraction=0.25, seed=1)
+        default = fit_admixture(sim.genotypes, 3, seed=0)
+        evidence = default.diagnostics["selection"]
+        assert default.path == ("spectral+ml" if evidence["z"] > Z_THRESHOLD else "spectral")
+        assert f"z = {evidence['z']:.1f}" in default.diagnostics["refine_reason"]
+        assert f"Refine reason: {default.diagnostics['refine_reason']}" in default.log_lines
+        # the chosen path's answer is that path's own, not a third estimate
+        chosen = fit_admixture(sim.genotypes, 3, seed=0, refine=default.path == "spectral+ml")
+        np.testing.assert_array_equal(default.Q, chosen.Q)
 
-    def test_component_without_anchor__keep_spectral(self):
-        Q = np.array([[0.95, 0.05], [0.3, 0.7], [0.5, 0.5]])
-        refine, reason = refinement_decision(Q, 0.5)
-        assert not refine
-        assert "[1]" in reason
-
-    def test_few_rare_alleles__refine(self):
-        Q = np.array([[0.95, 0.05], [0.3, 0.7], [0.5, 0.5]])
-        refine, reason = refinement_decision(Q, 0.05)
-        assert refine
-        assert "minor allele frequency" in reason
+    @pytest.mark.parametrize(("refine", "path"), [(True, "spectral+ml"),
+                                                  (False, "spectral")])
+    def test_refine_override__skips_the_choice(self, refine, path):
+        sim = simulate_balding_nichols(40, 1500, 2, fst=0.2, alpha=0.5, seed=3)
+        result = fit_admixture(sim.genotypes, 2, seed=0, refine=refine)
+        assert result.path == path
+        assert "selection" not in result.diagnostics
+        assert result.diagnostics["refine_reason"] == "requested"
 
     def test_rare_allele_share__counts_low_frequency_polymorphic_snps(self):
         dosage = np.zeros((20, 4), dtype=np.int8)  # 40 alleles per SNP

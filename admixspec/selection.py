@@ -1,0 +1,190 @@
+"""The default's choice between the spectral estimate and maximum likelihood.
+
+Maximum likelihood (ML, ADMIXTURE's answer) is the default's reference: where
+every component has individuals (nearly) unadmixed in it, the likelihood
+identifies Q and ML is the most accurate estimator. Where nobody is, the
+likelihood is nearly flat along the equivalence directions ``(Q A, P A^-T)``
+and ML's optimum runs along them to the edge of the parameter box; the spectral
+estimate, which identifies those directions from the moments of (nearly)
+private alleles, is then far more accurate — unless shared drift or array data
+break its premise and bias it. The two failures leave one observable trace:
+
+* ML's run to the box edge fits allele frequencies P to the training
+  individuals' noise, so its P predicts *new* individuals worse than the
+  spectral P;
+* a biased spectral estimate's P misses structure that ML's captures, so it
+  predicts new individuals worse than ML's P.
+
+:func:`choose_estimator` holds out a random, seeded quarter of the individuals,
+fits both estimators on the others, places each held-out individual by maximum
+likelihood with each fit's P fixed (:func:`admixspec.ml.project.project`), and
+keeps the spectral estimate only when its P predicts the held-out genotypes
+*significantly* better: a paired z-test over held-out individuals of their
+log-likelihood differences, ``z = mean / standard error`` of ML's gain, with
+the spectral estimate kept when ``z <= Z_THRESHOLD = -2``. A tie goes to ML,
+whose answer is then also ADMIXTURE's. docs/method.md ("Choosing the
+estimator") gives the measurements behind the rule and its threshold.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .exceptions import ConvergenceWarning
+from .ml.likelihood import P_MAX, P_MIN, thread_limit
+from .ml.project import project
+from .ml.refine import fit_ml
+
+__all__ = ["EstimatorChoice", "HOLDOUT_FRACTION", "Z_THRESHOLD", "choose_estimator",
+           "individual_logliks"]
+
+logger = logging.getLogger("admixspec")
+
+#: Share of individuals held out to compare the estimators.
+HOLDOUT_FRACTION = 0.25
+#: Paired z-score of ML's held-out log-likelihood gain at or below which the
+#: spectral estimate is kept (its P predicts new individuals significantly better).
+Z_THRESHOLD = -2.0
+#: Fewest held-out individuals for a comparison (a z-test over fewer is noise).
+MIN_HELD_OUT = 8
+#: Log-likelihood gain per observed genotype that stops the training ML fit: the
+#: comparison needs its P, not its last digits (measured on the suite: z-scores
+#: move by < 0.05 from tol = 1e-4 to this, at a third of the iterations).
+TRAIN_TOL_PER_GENOTYPE = 1e-6
+#: Entries (individuals x SNPs) per block of the per-individual log-likelihood.
+_BLOCK_ENTRIES = 1 << 22
+
+
+@dataclass
+class EstimatorChoice:
+    """Outcome of :func:`choose_estimator`.
+
+    Attributes
+    ----------
+    estimator : str
+        ``"spectral"`` or ``"spectral+ml"``.
+    reason : str
+        One sentence with the numbers the rule used.
+    evidence : dict
+        ``held_out`` (individuals), ``gain_per_individual`` (mean held-out
+        log-likelihood of ML's P minus the spectral P's), ``gain_se`` (its
+        standard error), ``z`` (their ratio), ``z_threshold``, ``seconds``.
+    """
+
+    estimator: str
+    reason: str
+    evidence: dict = field(default_factory=dict)
+
+
+def individual_logliks(G, Q, P, *, threads=None) -> np.ndarray:
+    """ADMIXTURE's binomial log-likelihood of each individual (missing calls skipped).
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+    Q : numpy.ndarray, float, shape (n_individuals, K)
+    P : numpy.ndarray, float, shape (n_snps, K)
+    threads : int, optional
+        Threads for BLAS.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (n_individuals,)
+    """
+    m, n = G.shape
+    P = np.clip(P, P_MIN, P_MAX)  # the parameter box of the likelihood kernels
+    width = max(1, _BLOCK_ENTRIES // max(m, 1))
+    total = np.zeros(m)
+    with thread_limit(threads):
+        for j0 in range(0, n, width):  # SNP blocks bound the memory
+            g = G[:, j0:j0 + width]
+            f = Q @ P[j0:j0 + width].T
+            terms = g * np.log(f) + (2 - g) * np.log1p(-f)
+            total += np.where(g >= 0, terms, 0.0).sum(axis=1)
+    return total
+
+
+def _split(m, rng):
+    held_out = max(MIN_HELD_OUT, int(round(HOLDOUT_FRACTION * m)))
+    test = np.sort(rng.choice(m, size=held_out, replace=False))
+    return np.setdiff1d(np.arange(m), test), test
+
+
+def choose_estimator(G, Q_spectral, fit_p, *, seed=None, tol=1e-4, max_iter=1000,
+                     threads=None) -> EstimatorChoice:
+    """Spectral estimate or ML, by held-out-individual likelihood (see the module notes).
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        Genotypes, -1 missing.
+    Q_spectral : numpy.ndarray, float64, shape (n_individuals, K)
+        The spectral estimate of all individuals.
+    fit_p : callable
+        ``fit_p(G_subset, Q_subset) -> P``: the spectral path's allele
+        frequencies given Q (so the comparison scores the P the spectral path
+        would report).
+    seed : int, optional
+        Seed of the held-out split and of the training ML fit.
+    tol, max_iter, threads
+        As in :func:`admixspec.ml.refine.fit_ml` (also for the projections).
+
+    Returns
+    -------
+    EstimatorChoice
+
+    Notes
+    -----
+    The spectral Q of the training individuals is taken from the full-data
+    estimate rather than refitted: its moments saw the held-out individuals,
+    but only through allele-frequency averages over all individuals, and a
+    refit would double the spectral stage's cost.
+    """
+    clock = time.perf_counter()
+    m = G.shape[0]
+    if m < 2 * MIN_HELD_OUT:
+        return EstimatorChoice("spectral+ml", (
+            f"{m} individuals are too few to hold out {MIN_HELD_OUT}: maximum likelihood "
+            "(identifiable or not, the spectral estimate cannot be checked)"),
+            {"held_out": 0})
+    rng = np.random.default_rng(seed)
+    train, test = _split(m, rng)
+    G_train, G_test = G[train], G[test]
+    P_spectral = np.clip(fit_p(G_train, Q_spectral[train]), P_MIN, P_MAX)
+    train_tol = max(tol, TRAIN_TOL_PER_GENOTYPE * np.count_nonzero(G_train >= 0))
+    logger.info("choosing the estimator: maximum likelihood on %d individuals, %d held "
+                "out", len(train), len(test))
+    with warnings.catch_warnings():
+        # these fits only score P; the user's own fit warns about its convergence
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ml = fit_ml(G_train, Q_spectral.shape[1], Q0=Q_spectral[train], tol=train_tol,
+                    max_iter=max_iter, seed=int(rng.integers(0, 2**31)), threads=threads)
+        spectral, likelihood = (
+            individual_logliks(G_test, project(G_test, P, tol=tol, max_iter=max_iter,
+                                               threads=threads), P, threads=threads)
+            for P in (P_spectral, ml.P))
+    difference = likelihood - spectral
+    mean = float(difference.mean())
+    se = float(difference.std(ddof=1) / np.sqrt(len(difference)))
+    z = mean / se if se > 0 else 0.0  # identical predictions: a tie
+    evidence = {"held_out": int(len(test)), "gain_per_individual": mean, "gain_se": se,
+                "z": float(z), "z_threshold": Z_THRESHOLD,
+                "seconds": time.perf_counter() - clock}
+    summary = (f"held-out individuals ({len(test)} of {m}) placed on ML's allele "
+               f"frequencies gain {mean:.2f} +/- {se:.2f} log-likelihood units each over "
+               f"the spectral ones (z = {z:.1f}")
+    if z > -Z_THRESHOLD:
+        return EstimatorChoice("spectral+ml", summary + "): the spectral estimate misses "
+                               "structure the likelihood finds", evidence)
+    if z > Z_THRESHOLD:
+        return EstimatorChoice("spectral+ml", summary + f" > {Z_THRESHOLD:g}): the spectral "
+                               "estimate predicts new individuals no better; maximum "
+                               "likelihood, as ADMIXTURE", evidence)
+    return EstimatorChoice("spectral", summary + f" <= {Z_THRESHOLD:g}): maximum likelihood "
+                           "overfits along directions the likelihood cannot identify; "
+                           "keeping the spectral estimate", evidence)
