@@ -166,7 +166,7 @@ def p_given_q(G: np.ndarray, Q: np.ndarray) -> np.ndarray:
     Q = np.asarray(Q, dtype=np.float64)
     pinv = np.linalg.pinv(Q)  # (K, m)
     P = np.empty((G.shape[1], Q.shape[1]))
-    for positions, x in frequency_blocks(G, block_size=_CHUNK):
+    for positions, x in frequency_blocks(G):
         P[positions] = (pinv @ x).T
     return np.clip(P, P_MIN, P_MAX)
 
@@ -180,7 +180,7 @@ def q_given_p(G: np.ndarray, P: np.ndarray) -> np.ndarray:
     """
     P = np.asarray(P, dtype=np.float64)
     XP = np.zeros((G.shape[0], P.shape[1]))
-    for positions, x in frequency_blocks(G, block_size=_CHUNK):
+    for positions, x in frequency_blocks(G):
         XP += x @ P[positions]
     Q = np.linalg.solve(P.T @ P, XP.T).T
     return project_q(project_rows_to_simplex(Q))

@@ -276,9 +276,9 @@ def spectral_scan(
 
     Windows are nested sets of SNPs whose sample minor allele count is at
     least ``min_count`` and frequency at most the window's end, counting the
-    minor allele. Their second moments are accumulated in one pass over the
-    SNPs (per frequency bin, then summed), so the scan costs one ``m^2 n``
-    product however many windows are tried.
+    minor allele. Their second moment is one running sum, grown by each
+    frequency bin's SNPs in turn, so the scan costs one ``m^2 n`` product and
+    one ``m x m`` sum however many windows are tried.
 
     Parameters
     ----------
@@ -311,18 +311,18 @@ def spectral_scan(
     minor = np.minimum(counted, observed - counted)[snps] / np.maximum(observed[snps], 1)
     bins = np.searchsorted(np.asarray(windows), minor, side="left")
     m = dosage.shape[0]
-    partial = np.zeros((len(windows), m, m))
-    sizes = np.bincount(bins, minlength=len(windows))
-    for positions, x in frequency_blocks(dosage, snps=snps, flip=flip, fill=fill):
-        for b in np.unique(bins[positions]):
-            xb = x[:, bins[positions] == b]
-            partial[b] += xb @ xb.T
-    cumulative_sizes = np.cumsum(sizes)
+    cumulative_sizes = np.cumsum(np.bincount(bins, minlength=len(windows)))
     best = None
     scan = []
+    # The windows are nested and the bins disjoint: one m x m sum grows by each
+    # bin's SNPs in turn, so every SNP is read once and only one m x m sum is
+    # held (a sum per window was 5 m^2 doubles, 4 GB at m = 10,000).
     total = np.zeros((m, m))
     for b, end in enumerate(windows):
-        total += partial[b]
+        in_bin = bins == b
+        for _, x in frequency_blocks(dosage, snps=snps[in_bin], flip=flip[in_bin],
+                                     fill=fill):
+            total += x @ x.T
         n_window = int(cumulative_sizes[b])
         entry = {"max_frequency": float(end), "snps": n_window}
         scan.append(entry)

@@ -21,18 +21,34 @@ import numpy as np
 from ..exceptions import InputError
 
 __all__ = [
+    "BLOCK_ENTRIES",
     "SecondMoments",
     "ThirdMomentTerms",
+    "block_size_for",
     "frequency_blocks",
     "second_moments",
     "whitened_third_moment_terms",
 ]
 
-#: SNPs per block: a block of 1,000 individuals is 8 MB of float64 per 1,000 SNPs.
-DEFAULT_BLOCK_SIZE = 8192
+#: Entries (individuals x SNPs) of one float64 frequency block, 2^22 (32 MiB).
+#: The blocks and their few same-sized temporaries are the only data-sized
+#: memory of the moments; a fixed SNP count instead (8,192 SNPs were 650 MB
+#: per block at 10,000 individuals) made them dominate the spectral stage.
+BLOCK_ENTRIES = 2**22
 
 
-def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=DEFAULT_BLOCK_SIZE):
+def block_size_for(n_individuals: int) -> int:
+    """SNPs per block: :data:`BLOCK_ENTRIES` entries, at least 64 SNPs.
+
+    Examples
+    --------
+    >>> block_size_for(1000), block_size_for(100_000)
+    (4194, 64)
+    """
+    return max(64, BLOCK_ENTRIES // max(int(n_individuals), 1))
+
+
+def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=None):
     """Yield float64 blocks of ``x = g / 2`` over SNP columns.
 
     Parameters
@@ -47,8 +63,9 @@ def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=DEFA
         ``fill(columns) -> (n_individuals, len(columns))`` float array of
         expected frequencies used where the call is missing (imputation by
         the current model). Default: the SNP's observed mean frequency.
-    block_size : int
-        SNPs per block.
+    block_size : int, optional
+        SNPs per block; default :func:`block_size_for` the number of
+        individuals.
 
     Yields
     ------
@@ -58,6 +75,8 @@ def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=DEFA
         Allele frequencies in {0, 1/2, 1}, missing entries imputed.
     """
     index = np.arange(dosage.shape[1]) if snps is None else np.asarray(snps)
+    if block_size is None:
+        block_size = block_size_for(dosage.shape[0])
     for start in range(0, len(index), block_size):
         positions = np.arange(start, min(start + block_size, len(index)))
         block = dosage[:, index[positions]]
