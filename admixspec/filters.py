@@ -25,6 +25,8 @@ the ``"biallelic_snp"`` entry they write.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -50,9 +52,19 @@ def _log(genotypes: Genotypes, name: str, unit: str, removed: int, reason: str) 
     )
 
 
+def _unchanged(genotypes: Genotypes) -> Genotypes:
+    """The same data under its own filter log, the dosage shared, not copied.
+
+    A filter that removes nothing must not copy the int8 matrix: the copy
+    doubled the reader's peak memory on every cohort (the monomorphic filter
+    always runs).
+    """
+    return dataclasses.replace(genotypes, filter_log=list(genotypes.filter_log))
+
+
 def _keep_snps(genotypes: Genotypes, keep: np.ndarray) -> Genotypes:
     if keep.all():
-        return genotypes.subset()
+        return _unchanged(genotypes)
     return genotypes.subset(snps=np.flatnonzero(keep))
 
 
@@ -73,12 +85,13 @@ def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:
     """
     _check_fraction(mind, "mind")
     if genotypes.n_snps == 0:
-        result = genotypes.subset()
+        result = _unchanged(genotypes)
         _log(result, "mind", "individuals", 0, f"missing-call fraction > {mind:g}")
         return result
     _, _, missing_rows = snp_statistics(genotypes.dosage)
     keep = missing_rows / genotypes.n_snps <= mind
-    result = genotypes.subset(individuals=np.flatnonzero(keep))
+    result = (_unchanged(genotypes) if keep.all()
+              else genotypes.subset(individuals=np.flatnonzero(keep)))
     _log(
         result, "mind", "individuals", np.count_nonzero(~keep),
         f"missing-call fraction > {mind:g}",
@@ -298,7 +311,8 @@ def apply_filters(
     Returns
     -------
     Genotypes
-        A filtered copy; ``filter_log`` extended.
+        The filtered data (sharing the input's dosage array when no filter
+        removed anything); ``filter_log`` extended.
 
     Examples
     --------

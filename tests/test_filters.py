@@ -267,3 +267,13 @@ class TestIndepPairwiseArguments:
     def test_parse_indep_pairwise__bad_values_are_usage_errors(self, values, message):
         with pytest.raises(UsageError, match=message):
             parse_indep_pairwise(values)
+
+
+class TestFilterMemory:
+    def test_apply_filters__nothing_removed_shares_the_dosage(self):
+        genotypes = simulate_balding_nichols(20, 300, 2, seed=1).genotypes
+        genotypes = filter_monomorphic(genotypes)  # 7 monomorphic SNPs copied away
+        result = apply_filters(genotypes, mind=0.5, geno=0.5)
+        assert [e["removed"] for e in result.filter_log[1:]] == [0, 0, 0]
+        assert np.shares_memory(result.dosage, genotypes.dosage)  # no int8 copy
+        assert [e["filter"] for e in genotypes.filter_log] == ["monomorphic"]
