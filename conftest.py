@@ -18,6 +18,5 @@ def pytest_collection_modifyitems(config, items):
         needed = DOCTEST_REQUIRES.get(item.name)
         if needed and importlib.util.find_spec(needed[0]) is None:
             module, extra = needed
-            item.add_marker(
-                pytest.mark.skip(reason=f"needs {module}: pip install 'admixspec[{extra}]'")
-            )
+            reason = f"needs {module}: pip install 'admixspec[{extra}]'"
+            item.add_marker(pytest.mark.skip(reason=reason))

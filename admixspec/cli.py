@@ -539,8 +539,10 @@ def run_run(args: argparse.Namespace) -> int:
             output_path(prefix, K, "P"): format_matrix(result.P, "P"),
         }
         if result.bootstrap is not None:
-            files[output_path(prefix, K, "Q_se")] = format_matrix(result.bootstrap.Q_se)
-            files[output_path(prefix, K, "Q_bias")] = format_matrix(result.bootstrap.Q_bias)
+            for kind in ("Q_se", "Q_bias"):
+                files[output_path(prefix, K, kind)] = format_matrix(
+                    getattr(result.bootstrap, kind), kind, clamp=False
+                )
             lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
         if result.cv is not None:
             cv_errors[K] = result.cv.error

@@ -93,11 +93,13 @@ class Genotypes:
         shape = tuple(np.shape(self.dosage))
         expected = (len(self.samples), len(self.variants))
         if len(shape) != 2:
-            raise InputError(f"dosage must be 2-d (individuals x SNPs), got shape {shape}")
+            raise InputError(
+                f"dosage must be 2-d (individuals x SNPs), got shape {shape}"
+            )
         if shape != expected:
             hint = ""
             if shape[::-1] == expected:
-                hint = "; it is SNP-major (transposed), admixspec expects individuals x SNPs"
+                hint = "; it is SNP-major (transposed): individuals x SNPs expected"
             raise InputError(
                 f"dosage has shape {shape} but there are {expected[0]} sample IDs and "
                 f"{expected[1]} variants{hint}"

@@ -184,6 +184,18 @@ class TestRunOutputs:
             "x.2.P", "x.2.Q", "x.2.json", "x.2.log"
         ]
 
+    def test_run__bootstrap_bias_keeps_its_sign(self, plink_fixture, tmp_path, capsys):
+        # Q_bias (replicate mean - estimate) is not a proportion: not clamped to
+        # [1e-5, 1 - 1e-5] as .Q is.
+        prefix = tmp_path / "x"
+        code, _, _ = run(
+            ["run", plink_fixture, "-K", "2", "-B", "4", "--out", prefix, "-q"], capsys
+        )
+        assert code == 0
+        bias = np.loadtxt(f"{prefix}.2.Q_bias")
+        assert bias.shape == (20, 2) and bias.min() < 0
+        np.testing.assert_allclose(bias.sum(axis=1), 0, atol=1e-5)
+
 
 class TestInfo:
     def test_info__human_summary_of_example(self, capsys):

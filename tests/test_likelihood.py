@@ -127,7 +127,8 @@ class TestCheckDosage:
     ):
         dosage = np.zeros((3, 4), dtype=dtype)
         dosage[1, 2] = value
-        with pytest.raises(InputError, match=rf"dosage\[1, 2\] = {shown} \(1 such value\)"):
+        message = rf"dosage\[1, 2\] = {shown} \(1 such value\)"
+        with pytest.raises(InputError, match=message):
             check_dosage(dosage)
 
     def test_check_dosage__fractional_values_are_told_to_be_rounded(self):
@@ -159,7 +160,8 @@ class TestCheckDosage:
 
     def test_genotypes__rejects_transposed_dosage_at_construction(self):
         genotypes = Genotypes.from_array(np.zeros((5, 8), dtype=np.int8))
-        with pytest.raises(InputError, match=r"shape \(8, 5\) but there are 5 sample IDs"):
+        message = r"shape \(8, 5\) but there are 5 sample IDs"
+        with pytest.raises(InputError, match=message):
             Genotypes(genotypes.dosage.T, genotypes.samples, genotypes.variants)
 
     def test_genotypes__checks_values_before_casting(self):

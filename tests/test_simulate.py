@@ -37,7 +37,8 @@ class TestBaldingNichols:
 class TestWithoutMsprime:
     def test_simulate_admixture__without_msprime_names_the_extra(self, monkeypatch):
         monkeypatch.setitem(sys.modules, "msprime", None)  # import msprime fails
-        with pytest.raises(MissingDependencyError, match=r"pip install 'admixspec\[sim\]'"):
+        needs_sim = r"pip install 'admixspec\[sim\]'"
+        with pytest.raises(MissingDependencyError, match=needs_sim):
             simulate_admixture(4, 2, **SMALL)
 
 

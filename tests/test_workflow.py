@@ -176,7 +176,7 @@ class TestCondaEnvironment:
         given = yaml.safe_load(record.read_text())
         assert given == yaml.safe_load(ENV_FILE.read_text())
         # conda passes the pip lines to pip, which expands ${ADMIXSPEC_SOURCE}
-        pip = next(entry["pip"] for entry in given["dependencies"] if isinstance(entry, dict))
+        pip = next(e["pip"] for e in given["dependencies"] if isinstance(e, dict))
         source = Path(record.with_name(record.name + ".source").read_text())
         assert pip == ["-e ${ADMIXSPEC_SOURCE}"] and source == ROOT
 
@@ -185,4 +185,5 @@ class TestCondaEnvironment:
         blocks = re.split(r"^rule ", rules, flags=re.M)[1:]
         assert len(blocks) == 3
         for block in blocks:
-            assert re.search(r"^    conda:\n        ADMIXSPEC_ENV$", block, re.M), block[:40]
+            declared = re.search(r"^    conda:\n        ADMIXSPEC_ENV$", block, re.M)
+            assert declared, block[:40]

@@ -146,7 +146,9 @@ def _temporary_beside(path, mode: str, encoding: str | None):
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     with _naming(path):
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".tmp", dir=folder
+        )
     try:
         with _naming(path):
             if mode == "wb":
@@ -213,7 +215,7 @@ def format_json(obj) -> str:
 
 
 def write_json(path, obj) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically (see :func:`format_json`)."""
+    """Write ``obj`` as indented JSON to ``path`` atomically (:func:`format_json`)."""
     write_text(path, format_json(obj))
 
 
@@ -228,15 +230,19 @@ def output_path(prefix, K: int, kind: str) -> Path:
     return Path(f"{prefix}.{K}.{kind}")
 
 
-def format_matrix(matrix, name: str = "Q") -> str:
+def format_matrix(matrix, name: str = "Q", *, clamp: bool = True) -> str:
     """Q or P as ADMIXTURE text: rows of space-separated 6-decimal values.
 
     Parameters
     ----------
     matrix : array_like, float, shape (n_rows, K)
-        Finite values, clamped to ``[1e-5, 1 - 1e-5]`` as ADMIXTURE writes them.
+        Finite values.
     name : str
         What the matrix is, for the error message.
+    clamp : bool
+        Clamp to ``[1e-5, 1 - 1e-5]`` as ADMIXTURE writes Q and P; False for
+        other per-individual tables (bootstrap standard errors and biases,
+        which may be 0 or negative).
 
     Raises
     ------
@@ -253,11 +259,12 @@ def format_matrix(matrix, name: str = "Q") -> str:
         raise UsageError(f"{name} must be a 2-d array, got {array.ndim} dimensions")
     if not np.all(np.isfinite(array)):
         raise UsageError(f"{name} contains NaN or infinite values")
-    clamped = np.clip(array, *CLAMP)
-    if clamped.shape[0] == 0:
+    if clamp:
+        array = np.clip(array, *CLAMP)
+    if array.shape[0] == 0:
         return ""
     # np.savetxt formats row by row in Python; this formats the flat array once.
-    flat = np.char.mod("%.6f", clamped.ravel()).reshape(clamped.shape)
+    flat = np.char.mod("%.6f", array.ravel()).reshape(array.shape)
     lines = [" ".join(row) for row in flat.tolist()]
     return "\n".join(lines) + "\n"
 
