@@ -129,8 +129,7 @@ def write_all_or_none(contents: Mapping) -> None:
             renamed.append(path)
     except BaseException:
         for leftover in [temporary for _, temporary in staged] + renamed:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(leftover)
+            _discard(leftover)
         raise
 
 
@@ -161,8 +160,7 @@ def _temporary_beside(path, mode: str, encoding: str | None):
                 os.fsync(handle.fileno())
             os.chmod(temporary, 0o666 & ~_umask())
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+        _discard(temporary)
         raise
 
 
@@ -172,9 +170,14 @@ def _rename(temporary: str, path) -> None:
         with _naming(path):
             os.replace(temporary, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+        _discard(temporary)
         raise
+
+
+def _discard(path) -> None:
+    """Remove ``path`` if it is there, quietly: the error being handled matters."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 @contextlib.contextmanager
