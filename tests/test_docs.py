@@ -102,3 +102,16 @@ class TestDocsPages:
         )
         assert len(blocks) == 1
         assert "admixspec run" in blocks[0] and "admixspec plot" in blocks[0]
+
+    def test_ci__runs_the_readmes_two_commands_verbatim(self):
+        readme = (ROOT / "README.md").read_text()
+        first_block = re.search(r"```bash\n(.*?)```", readme, re.S).group(1)
+        commands = first_block.strip().splitlines()
+        assert commands[0].startswith("pip install -e '.[test]' && admixspec run")
+        assert commands[1] == "python -m pytest"
+        ci = (ROOT / ".ci" / "run").read_text().splitlines()
+        run = [line.split(" || ")[0] for line in ci]  # `cmd || status=$?` runs cmd
+        for command in commands:
+            assert command in run, f".ci/run does not run {command!r} verbatim"
+        assert not [line for line in ci if "pip install" in line and "[" in line
+                    and line != commands[0]], "CI installs more than the README says"
