@@ -1,18 +1,25 @@
 """ML engine speed and optimum: admixspec.fit_ml against fastmixture and random starts.
 
-Settings: (a) 500 individuals x 100k SNPs, K = 4 (Balding-Nichols F_ST 0.1,
-Dirichlet alpha 0.5); (b) the paper's small setting, K = 3, 50 individuals x
-80k SNPs, alpha = 1 (Balding-Nichols too). For each: admixspec SVD start
-(default), the spectral estimate refined by ML (``fit_admixture(refine=True)``),
-the truth as start, 5 random starts; fastmixture 1.3.0 (separate venv, same thread count,
-its defaults) on the same data written as PLINK. Reports wall time, EM
-iterations / data passes, log-likelihood (relative to the best of the 5 random
-starts) and Q error against the truth; prints the fastmixture/admixspec time
-ratio.
+Settings: (a) ``large``: 500 individuals x 100k SNPs, K = 4 (Balding-Nichols
+F_ST 0.1, Dirichlet alpha 0.5); (b) ``paper``: the paper's small setting,
+K = 3, 50 individuals x 80k SNPs, alpha = 1 (Balding-Nichols too); (c)
+``1kg``: 1000 Genomes phase 1 (1,092 x 14,079, the workspace's
+../shared/realdata), K = 5, no truth. For each: admixspec's default fit (SVD
+start, block relaxation), the EM engine (``accel="squarem"``) for comparison,
+fastmixture 1.3.0 (same thread count, its defaults) on the same data written
+as PLINK, and with ``--starts`` on simulated data the spectral start, the
+truth as start and 5 random starts. Reports wall time, iterations / data passes, log-likelihood
+and Q error against the truth; prints the fastmixture/admixspec time ratio.
+
+``--sweep 2 8`` instead fits 1000 Genomes for K = 2..8 with the default
+engine and reports whether each K meets ADMIXTURE's 1e-4 rule within the
+default iteration limit.
 
 Run (once, when the machine is quiet; timings under load are noisy):
-  /work/venv/bin/python benchmarks/ml_speed.py --threads 2 \
-      [--fastmixture /work/venv-fm/bin/fastmixture] [--setting large|paper|both]
+  .venv/bin/python benchmarks/ml_speed.py --threads 2 [--setting large|paper|1kg|all]
+  .venv/bin/python benchmarks/ml_speed.py --threads 1 --sweep 2 8
+fastmixture: ``pip install fastmixture==1.3.0`` into the same venv (a
+benchmark-only tool, not a dependency), or ``--fastmixture PATH``.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,11 +41,15 @@ SETTINGS = {
     "large": dict(n_individuals=500, n_snps=100_000, K=4, fst=0.1, alpha=0.5, seed=7),
     "paper": dict(n_individuals=50, n_snps=80_000, K=3, fst=0.1, alpha=1.0, seed=8),
 }
+ROOT = Path(__file__).resolve().parent.parent
+KG = ROOT.parent / "shared" / "realdata" / "1kg_phase1_1092_flashpca" / (
+    "1kg.ref.phase1_release_v3.20101123_thinned_autosomal_overlap.bed")
+KG_K = 5
 
 
-def run_fastmixture(exe, sim, K, threads, workdir):
+def run_fastmixture(exe, genotypes, K, threads, workdir):
     prefix = Path(workdir) / "data"
-    write_plink(prefix, sim.genotypes)
+    write_plink(prefix, genotypes)
     out = Path(workdir) / "fm"
     t = time.perf_counter()
     proc = subprocess.run([exe, "--bfile", str(prefix), "--K", str(K), "--threads",
@@ -54,98 +66,121 @@ def run_fastmixture(exe, sim, K, threads, workdir):
     return (Q, P, dt), proc.stdout
 
 
+def simulated(name):
+    """Genotypes, truth (Q, P) and K of a simulated setting, monomorphic SNPs dropped."""
+    cfg = dict(SETTINGS[name])
+    K = cfg.pop("K")
+    sim = admixspec.simulate_balding_nichols(cfg.pop("n_individuals"), cfg.pop("n_snps"),
+                                             K, **cfg)
+    # fastmixture refuses monomorphic SNPs: drop them for both tools
+    G0 = sim.genotypes.dosage
+    obs = np.where(G0 >= 0, G0, 0).sum(axis=0)
+    keep = (obs > 0) & (obs < 2 * (G0 >= 0).sum(axis=0))
+    return sim.genotypes.subset(snps=np.flatnonzero(keep)), (sim.Q, sim.P[keep]), K
+
+
+def thousand_genomes():
+    if not KG.exists():
+        sys.exit(f"data not found: {KG}")
+    return admixspec.read_genotypes(KG), None, KG_K
+
+
+def compare(name, genotypes, truth, K, args):
+    """Time admixspec's engines and fastmixture on one data set."""
+    G = genotypes.dosage
+    print(f"\n== {name}: {G.shape[0]} x {G.shape[1]}, K={K}, threads={args.threads}",
+          flush=True)
+
+    def qerr(Q):
+        return admixspec.q_error(truth[0], Q) if truth is not None else float("nan")
+
+    def record(label, res, dt):
+        print(f"{label:14s} loglik {res.loglik:.4f}  time {dt:7.1f}s  iters "
+              f"{res.n_iter:4d}  passes {res.n_passes:6.1f}  converged {res.converged}  "
+              f"Qerr {qerr(res.Q):.4f}", flush=True)
+
+    # warm numba caches outside the timings
+    for accel in ("newton", "squarem"):
+        admixspec.fit_ml(G[:50, :2000], K, seed=0, threads=args.threads, tol=1.0,
+                         accel=accel)
+    t = time.perf_counter()
+    best = admixspec.fit_ml(G, K, seed=0, threads=args.threads)
+    t_best = time.perf_counter() - t
+    record("admixspec", best, t_best)
+    if args.em:
+        t = time.perf_counter()
+        record("EM (squarem)", admixspec.fit_ml(G, K, seed=0, threads=args.threads,
+                                                accel="squarem"), time.perf_counter() - t)
+    fm_exe = args.fastmixture or shutil.which("fastmixture")
+    if fm_exe:
+        with tempfile.TemporaryDirectory() as tmp:
+            fm, log = run_fastmixture(fm_exe, genotypes, K, args.threads, tmp)
+        if fm is None:
+            print("fastmixture failed:", log)
+        else:
+            Q, P, dt = fm
+            ll = admixspec.loglikelihood(G, Q, P)
+            print(f"fastmixture    loglik {ll:.4f}  time {dt:7.1f}s  Qerr {qerr(Q):.4f}  "
+                  f"(admixspec - fastmixture: {(best.loglik - ll) / abs(ll):+.2e} relative)")
+            print(f"time ratio admixspec / fastmixture = {t_best / dt:.2f}  (target <= 1/3)",
+                  flush=True)
+    else:
+        print("fastmixture not found (pip install fastmixture==1.3.0)")
+    if truth is None or not args.starts:
+        return
+    t = time.perf_counter()
+    spec = admixspec.fit_admixture(G, K, seed=0, refine=True, threads=args.threads)
+    print(f"spectral start loglik {spec.loglik:.4f}  time {time.perf_counter() - t:7.1f}s  "
+          f"iters {spec.n_iter:4d}  Qerr {qerr(spec.Q):.4f}", flush=True)
+    t = time.perf_counter()
+    record("truth start", admixspec.fit_ml(G, K, Q0=truth[0], P0=truth[1],
+                                           threads=args.threads), time.perf_counter() - t)
+    for s in range(args.random_starts):
+        t = time.perf_counter()
+        record(f"random #{s}", admixspec.fit_ml(G, K, init="random", seed=100 + s,
+                                                threads=args.threads),
+               time.perf_counter() - t)
+
+
+def sweep(k_min, k_max, args):
+    """1000 Genomes, K = k_min..k_max: does each K meet the 1e-4 rule?"""
+    G = thousand_genomes()[0].dosage
+    print(f"1000 Genomes {G.shape[0]} x {G.shape[1]}, threads={args.threads}")
+    print("K  converged  iters  passes  loglik  last_delta  time(s)", flush=True)
+    for K in range(k_min, k_max + 1):
+        t = time.perf_counter()
+        res = admixspec.fit_ml(G, K, seed=args.seed, threads=args.threads)
+        print(f"{K}  {res.converged}  {res.n_iter}  {res.n_passes:.0f}  {res.loglik:.4f}  "
+              f"{res.history[-1].delta:.2e}  {time.perf_counter() - t:.1f}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--fastmixture", default="/work/venv-fm/bin/fastmixture")
-    ap.add_argument("--setting", default="both", choices=["large", "paper", "both"])
+    ap.add_argument("--fastmixture", default=None,
+                    help="fastmixture executable (default: the one on PATH)")
+    ap.add_argument("--setting", default="all", choices=["large", "paper", "1kg", "all"])
+    ap.add_argument("--starts", action="store_true",
+                    help="simulated data: also the spectral, truth and random starts")
     ap.add_argument("--random-starts", type=int, default=5)
-    ap.add_argument("--verbose", action="store_true", help="log every EM iteration")
+    ap.add_argument("--em", action="store_true",
+                    help="also time the EM engine (accel='squarem')")
+    ap.add_argument("--sweep", type=int, nargs=2, metavar=("KMIN", "KMAX"),
+                    help="1000 Genomes K sweep instead of the comparison")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--verbose", action="store_true", help="log every iteration")
     args = ap.parse_args(argv)
     if args.verbose:
         import logging
 
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-    names = ["large", "paper"] if args.setting == "both" else [args.setting]
+    if args.sweep:
+        sweep(*args.sweep, args)
+        return
+    names = ["large", "paper", "1kg"] if args.setting == "all" else [args.setting]
     for name in names:
-        cfg = dict(SETTINGS[name])
-        K = cfg.pop("K")
-        sim = admixspec.simulate_balding_nichols(cfg.pop("n_individuals"),
-                                                 cfg.pop("n_snps"), K, **cfg)
-        # fastmixture refuses monomorphic SNPs: drop them for both tools
-        G0 = sim.genotypes.dosage
-        obs = np.where(G0 >= 0, G0, 0).sum(axis=0)
-        n_obs = 2 * (G0 >= 0).sum(axis=0)
-        keep = (obs > 0) & (obs < n_obs)
-        sim.genotypes = sim.genotypes.subset(snps=np.flatnonzero(keep))
-        sim.P = sim.P[keep]
-        G = sim.genotypes.dosage
-        print(f"\n== {name}: {G.shape[0]} x {G.shape[1]}, K={K}, threads={args.threads}",
-              flush=True)
-        rows = []
-
-        def record(label, res, dt):
-            rows.append((label, res.loglik, dt, res.n_iter, res.n_passes,
-                         admixspec.q_error(sim.Q, res.Q)))
-            print(f"{label:14s} loglik {res.loglik:.4f}  time {dt:7.1f}s  iters "
-                  f"{res.n_iter:4d}  passes {res.n_passes:6.1f}  Qerr "
-                  f"{rows[-1][5]:.4f}", flush=True)
-
-        # warm numba caches outside the timings
-        admixspec.fit_ml(G[:50, :2000], K, seed=0, threads=args.threads, tol=1.0)
-        t = time.perf_counter()
-        svd = admixspec.fit_ml(G, K, seed=0, threads=args.threads)
-        t_svd = time.perf_counter() - t
-        record("svd start", svd, t_svd)
-        fm_ll = None
-        if shutil.which(args.fastmixture) or Path(args.fastmixture).exists():
-            with tempfile.TemporaryDirectory() as tmp:
-                fm, log = run_fastmixture(args.fastmixture, sim, K, args.threads, tmp)
-            if fm is None:
-                print("fastmixture failed:", log)
-            else:
-                Q, P, dt = fm
-                ll = admixspec.loglikelihood(G, Q, P)
-                fm_ll = ll
-                print(f"fastmixture    loglik {ll:.4f}  time {dt:7.1f}s  Qerr "
-                      f"{admixspec.q_error(sim.Q, Q):.4f}  (rel. to svd start "
-                      f"{(ll - svd.loglik) / abs(svd.loglik):+.2e})")
-                print(f"time ratio fastmixture / admixspec(svd start) = "
-                      f"{dt / t_svd:.2f}  (>= 1 means admixspec is at least as fast)",
-                      flush=True)
-        else:
-            print("fastmixture not found at", args.fastmixture)
-
-        t = time.perf_counter()
-        spec = admixspec.fit_admixture(G, K, seed=0, refine=True, threads=args.threads)
-        dt = time.perf_counter() - t
-        rows.append(("spectral start", spec.loglik, dt, spec.n_iter, float("nan"),
-                     admixspec.q_error(sim.Q, spec.Q)))
-        print(f"spectral start loglik {spec.loglik:.4f}  time {dt:7.1f}s  iters "
-              f"{spec.n_iter:4d}  (spectral {spec.timings.get('spectral', 0):.1f}s + EM "
-              f"{spec.timings.get('likelihood', 0):.1f}s)  Qerr {rows[-1][5]:.4f}",
-              flush=True)
-
-        t = time.perf_counter()
-        tru = admixspec.fit_ml(G, K, Q0=sim.Q, P0=sim.P, threads=args.threads)
-        record("truth start", tru, time.perf_counter() - t)
-        rand = []
-        for s in range(args.random_starts):
-            t = time.perf_counter()
-            r = admixspec.fit_ml(G, K, init="random", seed=100 + s, threads=args.threads)
-            record(f"random #{s}", r, time.perf_counter() - t)
-            rand.append(r)
-        best = max(r.loglik for r in rand)
-        print(f"best random loglik {best:.4f}; svd-start relative difference "
-              f"{(svd.loglik - best) / abs(best):+.2e}; mean random iters "
-              f"{np.mean([r.n_iter for r in rand]):.1f} passes "
-              f"{np.mean([r.n_passes for r in rand]):.1f} vs svd {svd.n_iter} "
-              f"({svd.n_passes:.1f} passes), truth-start {tru.n_iter} "
-              f"({tru.n_passes:.1f}), spectral-start {spec.n_iter}; spectral-start "
-              f"relative difference {(spec.loglik - best) / abs(best):+.2e}", flush=True)
-        if fm_ll is not None:
-            print(f"fastmixture relative to best random start: "
-                  f"{(fm_ll - best) / abs(best):+.2e}")
+        data = thousand_genomes() if name == "1kg" else simulated(name)
+        compare(name, *data, args)
 
 
 if __name__ == "__main__":

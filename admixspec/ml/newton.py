@@ -269,11 +269,13 @@ def _genotype_weights(G, i, j0, L, s1, want_ll):
         gf = np.float64(g) if observed else 0.0
         hf = 2.0 - gf if observed else 0.0
         fj = f[jj]
-        a = gf / fj
-        b = hf / (1.0 - fj)
+        r1 = 1.0 / fj
+        r2 = 1.0 / (1.0 - fj)
+        a = gf * r1
+        b = hf * r2
         ga[jj] = a
         w1[jj] = a - b
-        w2[jj] = a / fj + b / (1.0 - fj)
+        w2[jj] = a * r1 + b * r2
         if want_ll:
             prod[jj] *= _genotype_factor(gf, fj) if observed else 1.0
 
