@@ -10,6 +10,7 @@ import pytest
 #: doctest name -> (module it needs, the extra that brings it)
 DOCTEST_REQUIRES = {
     "admixspec.simulate.simulate_admixture": ("msprime", "sim"),
+    "admixspec.io.vcz.read_vcz": ("zarr", "zarr"),
 }
 
 

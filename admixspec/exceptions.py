@@ -6,12 +6,15 @@ turns these into one-line messages and exit codes.
 
 from __future__ import annotations
 
+import importlib
+
 __all__ = [
     "AdmixspecError",
     "ConvergenceWarning",
     "InputError",
     "MissingDependencyError",
     "UsageError",
+    "import_optional",
 ]
 
 
@@ -59,3 +62,36 @@ class MissingDependencyError(AdmixspecError, ImportError):
 
 class ConvergenceWarning(UserWarning):
     """An iterative fit stopped at its iteration limit before converging."""
+
+
+def import_optional(module: str, *, extra: str, needed_for: str, package=None):
+    """Import an optional dependency, or say which extra brings it.
+
+    Parameters
+    ----------
+    module : str
+        The module to import, e.g. ``"msprime"``.
+    extra : str
+        The admixspec extra that installs it, e.g. ``"sim"``.
+    needed_for : str
+        What needs it, the start of the message, e.g. ``"admixspec simulate"``.
+    package : str, optional
+        The package's name where it differs from the module's
+        (``"scikit-allel"`` for ``allel``).
+
+    Raises
+    ------
+    MissingDependencyError
+        ``<needed_for> needs <package>: pip install 'admixspec[<extra>]'``.
+
+    Examples
+    --------
+    >>> import_optional("json", extra="none", needed_for="this example").__name__
+    'json'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(
+            f"{needed_for} needs {package or module}: pip install 'admixspec[{extra}]'"
+        ) from None

@@ -30,7 +30,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from .exceptions import InputError, UsageError
+from .exceptions import InputError, UsageError, import_optional
 from .genotypes import Genotypes, minor_allele_counts, snp_statistics
 
 __all__ = [
@@ -209,16 +209,6 @@ def parse_indep_pairwise(values) -> tuple[int, int, float]:
     return window_snps, step_snps, threshold
 
 
-def _import_allel():
-    try:
-        import allel
-    except ImportError:
-        raise UsageError(
-            "--indep-pairwise needs scikit-allel: pip install 'admixspec[allel]'"
-        ) from None
-    return allel
-
-
 def filter_indep_pairwise(
     genotypes: Genotypes, window: int, step: int, r2: float
 ) -> Genotypes:
@@ -262,7 +252,9 @@ def filter_indep_pairwise(
     ['snp0', 'snp1', 'snp2']
     """
     window, step, r2 = parse_indep_pairwise((window, step, r2))
-    allel = _import_allel()
+    allel = import_optional(
+        "allel", extra="allel", needed_for="--indep-pairwise", package="scikit-allel"
+    )
     keep = np.zeros(genotypes.n_snps, dtype=bool)
     chrom = genotypes.variants["chrom"].astype(str).to_numpy()
     for name in pd.unique(chrom):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .exceptions import MissingDependencyError, UsageError
+from .exceptions import UsageError, import_optional
 from .genotypes import MISSING, Genotypes
 
 __all__ = ["SimulatedData", "simulate_admixture", "simulate_balding_nichols"]
@@ -369,12 +369,7 @@ def simulate_admixture(
     >>> sim.Q.shape[1], sim.P.shape[1], bool(np.allclose(sim.Q.sum(axis=1), 1))
     (2, 2, True)
     """
-    try:
-        import msprime
-    except ImportError as error:
-        raise MissingDependencyError(
-            "simulate_admixture needs msprime: pip install 'admixspec[sim]'"
-        ) from error
+    msprime = import_optional("msprime", extra="sim", needed_for="simulate_admixture")
     _check_admixture_arguments(K, n_haplotypes, block_rate, bp_per_morgan)
     rng = np.random.default_rng(seed)
     W = _admixture_proportions(rng, K, n_admixed, alpha, proportions)

@@ -147,6 +147,22 @@ class TestUsageErrors:
         assert list(tmp_path.iterdir()) == []
 
 
+    @pytest.mark.parametrize(
+        ("module", "argv", "message"),
+        [
+            ("allel", ["info", DATA / "example.bed", "--indep-pairwise", "50", "5", "0.2"],
+             "--indep-pairwise needs scikit-allel: pip install 'admixspec[allel]'"),
+            ("pgenlib", ["info", DATA / "example.pgen"],
+             "reading .pgen files needs pgenlib: pip install 'admixspec[pgen]'"),
+        ],
+    )
+    def test_missing_optional_package__one_line_naming_the_extra(
+        self, module, argv, message, capsys, monkeypatch
+    ):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails
+        assert_one_line_error(capsys, argv, 1, message)
+
+
 class TestWarnings:
     @pytest.mark.filterwarnings("always::admixspec.exceptions.ConvergenceWarning")
     def test_run__warning_is_one_admixspec_line(self, plink_fixture, tmp_path, capsys):

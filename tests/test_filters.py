@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from admixspec import Genotypes, InputError, UsageError, simulate_balding_nichols
+from admixspec.exceptions import MissingDependencyError
 from admixspec.filters import (
     apply_filters,
     check_K,
@@ -250,7 +251,7 @@ class TestIndepPairwiseArguments:
 
     def test_filter_indep_pairwise__without_allel_names_the_extra(self, monkeypatch):
         monkeypatch.setitem(sys.modules, "allel", None)
-        with pytest.raises(UsageError, match=r"admixspec\[allel\]"):
+        with pytest.raises(MissingDependencyError, match=r"admixspec\[allel\]"):
             filter_indep_pairwise(linked_toy(), 6, 1, 0.5)
 
     @pytest.mark.parametrize(

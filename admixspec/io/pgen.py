@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InputError, UsageError
+from ..exceptions import InputError, import_optional
 from ..genotypes import MISSING, Genotypes
 from .plink import _is_snp_allele, _region_mask, _sample_rows
 
@@ -149,15 +149,6 @@ def _read_hardcalls(pgen_path, variant_ct, rows, columns, offsets, raw_sample_ct
     return dosage
 
 
-def _import_pgenlib() -> None:
-    try:
-        import pgenlib  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "reading .pgen files needs pgenlib: pip install 'admixspec[pgen]'"
-        ) from None
-
-
 def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
     """Read a PLINK 2 fileset (``.pgen`` + ``.pvar`` + ``.psam``).
 
@@ -180,13 +171,13 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
 
     Raises
     ------
-    UsageError
+    MissingDependencyError
         pgenlib is not installed.
     InputError
         A missing or unparsable file, unknown sample IDs, or a ``.pgen``
         that disagrees with the ``.pvar``/``.psam`` line counts.
     """
-    _import_pgenlib()
+    import_optional("pgenlib", extra="pgen", needed_for="reading .pgen files")
     prefix = pgen_prefix(path)
     pgen_path = Path(str(prefix) + ".pgen")
     if not pgen_path.exists():

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InputError
+from ..exceptions import InputError, import_optional
 from ..genotypes import Genotypes
 from .vcf import _SNP_BASES, _decode_block, parse_region, read_log_entries
 
@@ -57,13 +57,7 @@ def is_vcz(path) -> bool:
 
 
 def _open_store(path: Path):
-    try:
-        import zarr
-    except ImportError:
-        raise InputError(
-            "reading VCF Zarr needs the zarr package: pip install 'admixspec[zarr]'",
-            path=path,
-        ) from None
+    zarr = import_optional("zarr", extra="zarr", needed_for="reading VCF Zarr")
     if not path.exists():
         raise InputError("file not found", path=path)
     try:
@@ -231,9 +225,11 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
 
     Raises
     ------
+    MissingDependencyError
+        zarr is not installed.
     InputError
-        zarr not installed, not a Zarr store, a required array missing, no
-        samples or no variants, unknown sample IDs.
+        Not a Zarr store, a required array missing, no samples or no
+        variants, unknown sample IDs.
 
     Examples
     --------
