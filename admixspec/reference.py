@@ -67,11 +67,13 @@ def reference_individuals(n_individuals: int, size: int, *, seed=None) -> np.nda
     [3, 4, 7]
     """
     if isinstance(size, bool) or int(size) != size or size < 2:
-        raise UsageError(f"--reference-size must be an integer of at least 2, got {size!r}")
+        raise UsageError(
+            f"--reference-size must be an integer of at least 2, got {size!r}")
     if size >= n_individuals:
         return np.arange(n_individuals, dtype=np.int64)
     rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n_individuals, size=int(size), replace=False)).astype(np.int64)
+    rows = rng.choice(n_individuals, size=int(size), replace=False)
+    return np.sort(rows).astype(np.int64)
 
 
 def _project_chunks(G, rows, P, *, chunk_size, tol, max_iter, threads):
@@ -167,8 +169,8 @@ def fit_with_reference(
     loglik = loglikelihood(G, Q, fit.P, threads=threads)
     diagnostics = dict(fit.diagnostics)
     diagnostics["reference"] = {
-        "size": int(len(rows)), "n_individuals": int(m), "seed": seed,
-        "rule": REFERENCE_RULE, "projected": int(len(others)),
+        "size": len(rows), "n_individuals": m, "seed": seed,
+        "rule": REFERENCE_RULE, "projected": len(others),
         "chunk_size": int(chunk_size), "reference_loglik": float(fit.loglik),
         "projection_iterations": iterations,
     }
@@ -179,8 +181,8 @@ def fit_with_reference(
     lines = [f"Reference l{line[1:]}" if line.startswith("Loglikelihood:") else line
              for line in fit.log_lines]
     lines += [
-        f"Reference: {len(rows)} of {m} individuals drawn at random (seed {seed}); "
-        f"the other {len(others)} projected onto its P in chunks of {chunk_size}",
+        (f"Reference: {len(rows)} of {m} individuals drawn at random (seed {seed}); "
+         f"the other {len(others)} projected onto its P in chunks of {chunk_size}"),
         f"Loglikelihood: {loglik:.6f}",
     ]
     return dataclasses.replace(

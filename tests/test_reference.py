@@ -35,7 +35,8 @@ def small_fixture():
 class TestReferenceIndividuals:
     def test_reference_individuals__sorted_distinct_and_seeded(self):
         rows = reference_individuals(1000, 100, seed=5)
-        assert len(np.unique(rows)) == 100 and np.all(np.diff(rows) > 0)
+        assert len(np.unique(rows)) == 100
+        assert np.all(np.diff(rows) > 0)
         np.testing.assert_array_equal(rows, reference_individuals(1000, 100, seed=5))
         assert not np.array_equal(rows, reference_individuals(1000, 100, seed=6))
 
@@ -61,7 +62,9 @@ class TestFitWithReference:
         assert error_reference < 0.04
         assert error_projected < 1.2 * error_reference
 
-    def test_fit_with_reference__reference_rows_are_the_reference_fit(self, cohort_fixture):
+    def test_fit_with_reference__reference_rows_are_the_reference_fit(
+        self, cohort_fixture
+    ):
         # the spectral estimate, reproducible to rounding (an ML refinement's
         # stopping iteration can differ between two identical calls)
         rows = reference_individuals(2000, 1000, seed=3)
@@ -72,10 +75,13 @@ class TestFitWithReference:
         np.testing.assert_allclose(result.Q[rows], alone.Q, atol=1e-10)
         np.testing.assert_allclose(result.P, alone.P, atol=1e-10)
         record = result.diagnostics["reference"]
-        assert record["size"] == 1000 and record["projected"] == 1000
+        assert record["size"] == 1000
+        assert record["projected"] == 1000
         assert record["reference_loglik"] == pytest.approx(alone.loglik, rel=1e-12)
 
-    def test_fit_with_reference__chunks_do_not_change_the_projection(self, small_fixture):
+    def test_fit_with_reference__chunks_do_not_change_the_projection(
+        self, small_fixture
+    ):
         # converged tightly, so that chunks stopping at different iterations agree
         options = {"reference_size": 100, "seed": 1, "refine": False, "tol": 1e-9}
         whole = fit_with_reference(small_fixture.genotypes, 2, **options)
@@ -87,23 +93,27 @@ class TestFitWithReference:
         assert len(chunked.diagnostics["reference"]["projection_iterations"]) == 29
 
     def test_fit_with_reference__log_and_loglik_cover_everyone(self, small_fixture):
-        result = fit_with_reference(small_fixture.genotypes, 2, reference_size=100, seed=1)
+        result = fit_with_reference(small_fixture.genotypes, 2, reference_size=100,
+                                    seed=1)
         assert result.path.endswith("+projection")
         assert result.log_lines[-1] == f"Loglikelihood: {result.loglik:.6f}"
         assert sum(line.startswith("Loglikelihood:") for line in result.log_lines) == 1
         assert "Reference: 100 of 300 individuals drawn at random (seed 1)" in "\n".join(
             result.log_lines)
 
-    def test_fit_with_reference__reference_of_everyone_is_the_plain_fit(self, small_fixture):
-        result = fit_with_reference(small_fixture.genotypes, 2, reference_size=300, seed=1,
-                                    refine=False)
+    def test_fit_with_reference__reference_of_everyone_is_the_plain_fit(
+        self, small_fixture
+    ):
+        result = fit_with_reference(small_fixture.genotypes, 2, reference_size=300,
+                                    seed=1, refine=False)
         plain = fit_admixture(small_fixture.genotypes, 2, seed=1, refine=False)
         np.testing.assert_array_equal(result.Q, plain.Q)
         assert "reference" not in result.diagnostics
 
     def test_fit_with_reference__bad_chunk_size(self, small_fixture):
         with pytest.raises(UsageError, match="chunk_size must be a positive integer"):
-            fit_with_reference(small_fixture.genotypes, 2, reference_size=100, chunk_size=0)
+            fit_with_reference(small_fixture.genotypes, 2, reference_size=100,
+                               chunk_size=0)
 
 
 class TestCli:

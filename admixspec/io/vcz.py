@@ -18,6 +18,7 @@ matrix, so the memory beyond the result is one chunk's calls.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from pathlib import Path
@@ -62,7 +63,7 @@ def _open_store(path: Path):
         raise InputError("file not found", path=path)
     try:
         store = zarr.open_group(str(path), mode="r")
-    except Exception as error:  # zarr raises several types for a non-store
+    except (OSError, ValueError, KeyError) as error:  # zarr 2 and 3 differ
         raise InputError(f"not a readable Zarr store ({error})", path=path) from None
     missing = [name for name in REQUIRED_ARRAYS if name not in store]
     if missing:
@@ -90,7 +91,8 @@ def _sample_rows(file_samples: np.ndarray, samples, path: Path) -> np.ndarray | 
     unknown = [s for s in samples if s not in present]
     if unknown:
         raise InputError(
-            f"{len(unknown)} requested sample(s) not in the store (first: {unknown[0]!r})",
+            f"{len(unknown)} requested sample(s) not in the store "
+            f"(first: {unknown[0]!r})",
             path=path,
         )
     return np.flatnonzero(np.isin(file_samples, list(samples)))
@@ -102,7 +104,8 @@ def _region_mask(store, region: str | None) -> np.ndarray:
         return np.ones(len(positions), dtype=bool)
     chrom, start, end = parse_region(region)
     contigs = _strings(store["contig_id"])
-    mask = np.isin(np.asarray(store["variant_contig"][...]), np.flatnonzero(contigs == chrom))
+    contig = np.asarray(store["variant_contig"][...])
+    mask = np.isin(contig, np.flatnonzero(contigs == chrom))
     if start is not None:
         mask &= positions >= start
     if end is not None:
@@ -136,7 +139,7 @@ def classify_alleles(alleles: np.ndarray) -> tuple[np.ndarray, dict]:
     alt = alleles[:, 1] if alleles.shape[1] > 1 else np.full(len(ref), "")
     n_alt = (alleles[:, 1:] != "").sum(axis=1)
     has_alt = alt != ""
-    checked_alt = np.where(has_alt, alt, "0")  # the VCF reader's stand-in for ALT "."
+    checked_alt = np.where(has_alt, alt, "0")  # the VCF reader's ALT for "."
     multiallelic = n_alt > 1
     not_single = (np.strings.str_len(ref) != 1) | (np.strings.str_len(checked_alt) != 1)
     letters = np.strings.isalpha(ref) & np.strings.isalpha(checked_alt)
@@ -173,7 +176,7 @@ def _variant_table(store, columns: np.ndarray, alleles: np.ndarray) -> pd.DataFr
     )
 
 
-def _read_dosage(calls, columns: np.ndarray, rows, path: Path) -> tuple[np.ndarray, np.ndarray]:
+def _read_dosage(calls, columns: np.ndarray, rows, path: Path):
     """Decode the chosen variants' calls chunk by chunk into an int8 matrix.
 
     Returns the (n_samples, n_columns) dosage and the VCF reader's ploidy
@@ -185,11 +188,12 @@ def _read_dosage(calls, columns: np.ndarray, rows, path: Path) -> tuple[np.ndarr
     chunk = int(calls.chunks[0])
     bounds = np.searchsorted(columns, np.arange(0, calls.shape[0] + chunk, chunk))
     last_message = time.monotonic()
-    for first, stop in zip(bounds[:-1], bounds[1:], strict=True):
+    for first, stop in itertools.pairwise(bounds):
         if first == stop:
             continue
         start = columns[first] - columns[first] % chunk
-        block = np.asarray(calls[start : columns[stop - 1] + 1])[columns[first:stop] - start]
+        chunk_calls = np.asarray(calls[start : columns[stop - 1] + 1])
+        block = chunk_calls[columns[first:stop] - start]
         if rows is not None:
             block = block[:, rows]
         # the VCF decoder's layout: alleles then a trailing phase column
