@@ -1,4 +1,4 @@
-"""Moments streamed over SNP blocks: block sizes, and memory that does not grow with SNPs."""
+"""Moments streamed over SNP blocks: block sizes, and memory flat in the SNP count."""
 
 from __future__ import annotations
 
