@@ -158,6 +158,10 @@ def _snp_columns(bim, positions, region):
     return np.flatnonzero(columns_mask & snp), in_region, not_snp
 
 
+#: SNP columns per block when bed-reader's missing code is replaced.
+_MISSING_BLOCK = 8192
+
+
 def _read_bed(bed_path, n_samples, n_variants, rows, columns, num_threads) -> np.ndarray:
     """Copies of the A2 allele, int8 (rows, columns), -1 missing (bed-reader)."""
     from bed_reader import open_bed
@@ -169,7 +173,10 @@ def _read_bed(bed_path, n_samples, n_variants, rows, columns, num_threads) -> np
         num_threads=num_threads, skip_format_check=True,
     ) as bed:
         dosage = bed.read(index=np.s_[rows, columns], dtype="int8", order="C")
-    dosage[dosage == -127] = MISSING
+    # by blocks of SNPs: one mask of the whole matrix was a second m x n bytes
+    for start in range(0, dosage.shape[1], _MISSING_BLOCK):
+        block = dosage[:, start : start + _MISSING_BLOCK]
+        block[block == -127] = MISSING
     return dosage
 
 
