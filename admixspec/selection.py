@@ -151,8 +151,8 @@ def choose_estimator(G, Q_spectral, fit_p, *, seed=None, tol=1e-4, max_iter=1000
     m = G.shape[0]
     if m < 2 * MIN_HELD_OUT:
         return EstimatorChoice("spectral+ml", (
-            f"{m} individuals are too few to hold out {MIN_HELD_OUT}: maximum likelihood "
-            "(identifiable or not, the spectral estimate cannot be checked)"),
+            f"{m} individuals are too few to hold out {MIN_HELD_OUT}: maximum "
+            "likelihood (identifiable or not, the spectral estimate cannot be checked)"),
             {"held_out": 0})
     rng = np.random.default_rng(seed)
     train, test = _split(m, rng)
@@ -178,13 +178,15 @@ def choose_estimator(G, Q_spectral, fit_p, *, seed=None, tol=1e-4, max_iter=1000
                 "z": float(z), "z_threshold": Z_THRESHOLD,
                 "seconds": time.perf_counter() - clock}
     summary = (f"held-out individuals ({len(test)} of {m}) placed on ML's allele "
-               f"frequencies gain {mean:.2f} +/- {se:.2f} log-likelihood units each over "
-               f"the spectral ones (z = {z:.1f}")
+               f"frequencies gain {mean:.2f} +/- {se:.2f} log-likelihood units each "
+               f"over the spectral ones (z = {z:.1f}")
     if z > Z_THRESHOLD:
         verdict = ("better than" if mean > 0 else "not significantly worse than")
-        return EstimatorChoice("spectral+ml", summary + f" > {Z_THRESHOLD:g}): ML's allele "
-                               f"frequencies predict new individuals {verdict} the "
-                               "spectral ones; maximum likelihood, as ADMIXTURE", evidence)
-    return EstimatorChoice("spectral", summary + f" <= {Z_THRESHOLD:g}): maximum likelihood "
-                           "overfits along directions the likelihood cannot identify; "
-                           "keeping the spectral estimate", evidence)
+        return EstimatorChoice(
+            "spectral+ml", f"{summary} > {Z_THRESHOLD:g}): ML's allele frequencies "
+            f"predict new individuals {verdict} the spectral ones; maximum likelihood, "
+            "as ADMIXTURE", evidence)
+    return EstimatorChoice(
+        "spectral", f"{summary} <= {Z_THRESHOLD:g}): maximum likelihood overfits along "
+        "directions the likelihood cannot identify; keeping the spectral estimate",
+        evidence)

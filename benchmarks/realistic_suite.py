@@ -1,0 +1,348 @@
+"""The realistic benchmark suite of the default estimator choice (issue 11).
+
+Settings (K = 3 throughout, 200 individuals, 20,000 SNPs kept at random among the
+polymorphic ones; ``--replicates`` data sets per setting, seeds 1, 2, ...):
+
+``paper-a0.1``, ``paper-a1``, ``paper-a10``
+    The seed paper's coalescent setting (:func:`admixspec.simulate.simulate_admixture`:
+    three populations split 4,000 generations ago, mosaics with Dirichlet(alpha)
+    proportions), 200 admixed individuals.
+``american``, ``american-ref``
+    stdpopsim HomSap ``AmericanAdmixture_4B18`` (called ``AmericanAdmixture_4B11`` before
+    stdpopsim 0.2.1): 200 individuals of its admixed population, or 150 of them plus 50
+    unadmixed references (17 AFR, 17 EUR, 16 ASIA; 25%). The truth of an admixed
+    individual is the share of its genome that descends, 13 generations ago (just
+    before the model's admixture pulse), from each source population, read from
+    msprime census nodes.
+``ooa``, ``ooa-ref``, ``papuan``, ``papuan-ref``
+    Mosaics (as in the paper's setting: Dirichlet(1) proportions, blocks of
+    Exponential(20 per Morgan)) of 40 present-day haplotypes from each of three
+    sources of a HomSap model: YRI, CEU, CHB of ``OutOfAfrica_3G09`` (CEU and CHB share
+    the out-of-Africa bottleneck) and CEU, CHB, Papuan of ``PapuansOutOfAfrica_10J19``
+    (all three share it); ``-ref``: 25% of the individuals unadmixed.
+``ooa-ref-missing``
+    ``ooa-ref`` with 5% of the genotypes set missing at random.
+``bn``
+    Balding-Nichols (F_ST = 0.1, Dirichlet(1) proportions; array-like: few rare alleles).
+
+stdpopsim's HomSap genetic maps need network access, so every coalescent simulation uses
+a uniform recombination rate of 1e-8 per bp per generation and the model's own mutation
+rate, run by msprime directly on the stdpopsim model's ``Demography``.
+
+For each data set the script runs ``fit_admixture`` three ways — ``refine=False``
+(spectral), ``refine=True`` (spectral+ML) and ``refine="auto"`` (the default, whose
+choice is :func:`admixspec.selection.choose_estimator`) — and records Q error against
+the truth (:func:`admixspec.metrics.q_error`), log-likelihood, wall time, the error of
+reporting everyone at the column means of the true Q (the baseline a good estimator
+must beat when individuals carry little information) and the default's evidence.
+
+Usage::
+
+    python benchmarks/realistic_suite.py                    # all settings, 5 replicates
+    python benchmarks/realistic_suite.py --settings ooa-ref paper-a1 --replicates 2
+
+Simulated data are cached in ``benchmarks/results/realistic_suite/`` (git-ignored); the
+per-data-set CSV goes to ``benchmarks/results/realistic_suite.csv`` and a Markdown table
+of means per setting is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from admixspec.exceptions import ConvergenceWarning
+from admixspec.metrics import q_error
+from admixspec.model import fit_admixture
+from admixspec.simulate import (
+    _mosaic_blocks,
+    simulate_admixture,
+    simulate_balding_nichols,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / "benchmarks" / "results" / "realistic_suite"
+CSV_PATH = ROOT / "benchmarks" / "results" / "realistic_suite.csv"
+K = 3
+N_INDIVIDUALS = 200
+N_SNPS = 20_000
+N_HAPLOTYPES = 40
+RECOMBINATION_RATE = 1e-8
+#: Generations before present just older than AmericanAdmixture's pulse (12).
+CENSUS_TIME = 13.0
+
+SETTINGS = {
+    "paper-a0.1": ("paper", {"alpha": 0.1}),
+    "paper-a1": ("paper", {"alpha": 1.0}),
+    "paper-a10": ("paper", {"alpha": 10.0}),
+    "american": ("american", {"n_references": 0}),
+    "american-ref": ("american", {"n_references": 50}),
+    "ooa": ("mosaic", {"model": "OutOfAfrica_3G09", "sources": ("YRI", "CEU", "CHB"),
+                       "unadmixed": 0.0}),
+    "ooa-ref": ("mosaic", {"model": "OutOfAfrica_3G09", "sources": ("YRI", "CEU", "CHB"),
+                           "unadmixed": 0.25}),
+    "ooa-ref-missing": ("mosaic", {"model": "OutOfAfrica_3G09",
+                                   "sources": ("YRI", "CEU", "CHB"), "unadmixed": 0.25,
+                                   "missing": 0.05}),
+    "papuan": ("mosaic", {"model": "PapuansOutOfAfrica_10J19",
+                          "sources": ("CEU", "CHB", "Papuan"), "unadmixed": 0.0}),
+    "papuan-ref": ("mosaic", {"model": "PapuansOutOfAfrica_10J19",
+                              "sources": ("CEU", "CHB", "Papuan"), "unadmixed": 0.25}),
+    "bn": ("bn", {}),
+}
+
+
+def _keep_snps(dosage, rng):
+    """Polymorphic SNPs, N_SNPS of them at random (position order kept)."""
+    keep = np.flatnonzero(dosage.min(axis=0) != dosage.max(axis=0))
+    if len(keep) > N_SNPS:
+        keep = np.sort(rng.choice(keep, size=N_SNPS, replace=False))
+    return np.ascontiguousarray(dosage[:, keep])
+
+
+def _haplotypes(tree_sequence):
+    """Biallelic sites as (haplotypes, sites) int8 copies of the derived allele."""
+    haplotypes = tree_sequence.genotype_matrix().T
+    biallelic = haplotypes.max(axis=0) == 1
+    return haplotypes[:, biallelic].astype(np.int8), tree_sequence.tables.sites.position[
+        biallelic]
+
+
+def _homsap(model_id):
+    import stdpopsim
+
+    with warnings.catch_warnings():  # the deprecated-name warning of old model ids
+        warnings.simplefilter("ignore", UserWarning)
+        return stdpopsim.get_species("HomSap").get_demographic_model(model_id)
+
+
+def simulate_paper(seed, *, alpha):
+    sim = simulate_admixture(N_INDIVIDUALS, K, alpha=alpha, n_snps=N_SNPS, seed=seed)
+    return sim.genotypes.dosage, sim.Q
+
+
+def simulate_bn(seed):
+    sim = simulate_balding_nichols(N_INDIVIDUALS, N_SNPS, K, fst=0.1, alpha=1.0,
+                                   seed=seed)
+    return sim.genotypes.dosage, sim.Q
+
+
+def simulate_american(seed, *, n_references, sequence_length=10e6):
+    """AmericanAdmixture_4B18 with census-based truth (see the module docstring)."""
+    import msprime
+
+    model = _homsap("AmericanAdmixture_4B18")
+    demography = copy.deepcopy(model.model)
+    demography.add_census(time=CENSUS_TIME)
+    demography.sort_events()
+    per_source = [n_references // 3 + (k < n_references % 3) for k in range(3)]
+    samples = {"ADMIX": N_INDIVIDUALS - n_references, "AFR": per_source[0],
+               "EUR": per_source[1], "ASIA": per_source[2]}
+    rng = np.random.default_rng(seed)
+    ts = msprime.sim_ancestry(
+        samples={name: count for name, count in samples.items() if count},
+        demography=demography, sequence_length=sequence_length,
+        recombination_rate=RECOMBINATION_RATE, random_seed=int(rng.integers(1, 2**31)))
+    ts = msprime.sim_mutations(ts, rate=model.mutation_rate,
+                               random_seed=int(rng.integers(1, 2**31)))
+    haplotypes, _ = _haplotypes(ts)
+    # diploids of consecutive haplotypes, counting the ancestral allele
+    dosage = (2 - haplotypes[0::2] - haplotypes[1::2]).astype(np.int8)
+    return _keep_snps(dosage, rng), _census_ancestry(ts, demography)
+
+
+def _census_ancestry(ts, demography):
+    """Share of each diploid's genome below a census node of AFR, EUR, ASIA."""
+    nodes = ts.tables.nodes
+    census = np.flatnonzero(np.isclose(nodes.time, CENSUS_TIME))
+    samples = ts.samples()
+    edges = ts.tables.link_ancestors(samples, census)
+    sources = [demography[name].id for name in ("AFR", "EUR", "ASIA")]
+    component = np.searchsorted(sources, nodes.population[edges.parent])
+    haplotype = np.searchsorted(samples, edges.child)
+    span = np.zeros((len(samples), K))
+    np.add.at(span, (haplotype, component), edges.right - edges.left)
+    Q = span[0::2] + span[1::2]
+    return Q / Q.sum(axis=1, keepdims=True)
+
+
+def simulate_mosaic(seed, *, model, sources, unadmixed, missing=0.0,
+                    sequence_length=10e6, block_rate=20.0, bp_per_morgan=1e8):
+    """Mosaics of present-day haplotypes of three sources of a stdpopsim model."""
+    import msprime
+
+    homsap = _homsap(model)
+    rng = np.random.default_rng(seed)
+    ts = msprime.sim_ancestry(
+        samples=[msprime.SampleSet(N_HAPLOTYPES, population=name, ploidy=1)
+                 for name in sources],
+        demography=homsap.model, sequence_length=sequence_length,
+        recombination_rate=RECOMBINATION_RATE, random_seed=int(rng.integers(1, 2**31)))
+    ts = msprime.sim_mutations(ts, rate=homsap.mutation_rate,
+                               random_seed=int(rng.integers(1, 2**31)))
+    haplotypes, positions = _haplotypes(ts)
+    W = rng.dirichlet(np.ones(K), size=N_INDIVIDUALS)
+    n_pure = int(round(unadmixed * N_INDIVIDUALS))
+    W[:n_pure] = np.eye(K)[np.arange(n_pure) % K]
+    dosage = np.full((N_INDIVIDUALS, haplotypes.shape[1]), 2, dtype=np.int8)
+    realised = np.zeros((N_INDIVIDUALS, K))
+    sites = np.arange(len(positions))
+    for i in range(N_INDIVIDUALS):  # a handful of blocks per chromosome
+        for _ in range(2):
+            ends, pops = _mosaic_blocks(rng, W[i], sequence_length,
+                                        block_rate / bp_per_morgan)
+            np.add.at(realised[i], pops, ends - np.concatenate([[0.0], ends[:-1]]))
+            copied = pops * N_HAPLOTYPES + rng.integers(0, N_HAPLOTYPES, size=len(pops))
+            block = np.searchsorted(ends, positions, side="right")
+            dosage[i] -= haplotypes[copied[block], sites]
+    dosage = _keep_snps(dosage, rng)
+    if missing:
+        dosage[rng.random(dosage.shape) < missing] = -1
+    return dosage, realised / realised.sum(axis=1, keepdims=True)
+
+
+SIMULATORS = {"paper": simulate_paper, "american": simulate_american,
+              "mosaic": simulate_mosaic, "bn": simulate_bn}
+
+
+def load_setting(name, replicate):
+    """(dosage, true Q) of one replicate, simulated once and cached."""
+    path = CACHE / f"{name}_{replicate}.npz"
+    if path.exists():
+        data = np.load(path)
+        return data["dosage"], data["Q"]
+    kind, kwargs = SETTINGS[name]
+    clock = time.perf_counter()
+    dosage, Q = SIMULATORS[kind](1000 * replicate + 17, **kwargs)
+    print(f"  simulated {name} replicate {replicate}: {dosage.shape} in "
+          f"{time.perf_counter() - clock:.0f} s", flush=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, dosage=dosage, Q=Q)
+    return dosage, Q
+
+
+ESTIMATORS = ("spectral", "spectral+ml", "default")
+
+
+def _timed_fit(dosage, seed, refine):
+    clock = time.perf_counter()
+    with warnings.catch_warnings():  # an unconverged fit is recorded, not fatal
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = fit_admixture(dosage, K, seed=seed, refine=refine)
+    return result, time.perf_counter() - clock
+
+
+def _record(row, estimator, Q_true, result, seconds):
+    row[f"{estimator}_seconds"] = seconds
+    row[f"{estimator}_error"] = q_error(Q_true, result.Q)
+    row[f"{estimator}_loglik"] = result.loglik
+    row[f"{estimator}_converged"] = result.converged
+
+
+def evaluate(name, replicate, *, seed=0):
+    """One CSV row: every estimator's Q error, log-likelihood and wall time.
+
+    Where the default chose spectral+ML, its fit *is* ``refine=True``'s (same
+    start and seed; tests/test_model.py checks the Q is identical), so that fit
+    is not run twice: spectral+ML's time is the default's minus its selection
+    time (``ml_derived`` marks those rows).
+    """
+    dosage, Q_true = load_setting(name, replicate)
+    row = {"setting": name, "replicate": replicate,
+           "unadmixed_share": float(np.mean(Q_true.max(axis=1) > 0.99)),
+           "column_mean_error": q_error(Q_true, np.tile(Q_true.mean(axis=0),
+                                                        (len(Q_true), 1)))}
+    spectral, seconds = _timed_fit(dosage, seed, False)
+    _record(row, "spectral", Q_true, spectral, seconds)
+    # what the replaced anchor/rare-share rule looked at
+    row["spectral_min_anchor"] = float(spectral.Q.max(axis=0).min())
+    row["rare_allele_share"] = spectral.diagnostics["rare_allele_share"]
+    default, seconds = _timed_fit(dosage, seed, "auto")
+    _record(row, "default", Q_true, default, seconds)
+    selection = default.timings["selection"]
+    row["ml_derived"] = default.path == "spectral+ml"
+    if row["ml_derived"]:
+        _record(row, "spectral+ml", Q_true, default, seconds - selection)
+    else:
+        _record(row, "spectral+ml", Q_true, *_timed_fit(dosage, seed, True))
+    evidence = default.diagnostics["selection"]
+    row["default_path"] = default.path
+    row.update({f"z_{key}": evidence[key]
+                for key in ("gain_per_individual", "gain_se", "z")})
+    row["selection_seconds"] = selection
+    return row
+
+
+def summarise(rows):
+    """Markdown table of per-setting means (Q error, time) and the default's choices."""
+    lines = ["| setting | reps | spectral | spectral+ML | default | default ÷ better | "
+             "column means | default chose ML | z (mean) | log-lik default − ML | "
+             "time spectral / +ML / default (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name in dict.fromkeys(row["setting"] for row in rows):
+        group = [row for row in rows if row["setting"] == name]
+
+        def mean(key, group=group):
+            return float(np.mean([float(row[key]) for row in group]))
+
+        chose_ml = sum(row["default_path"] == "spectral+ml" for row in group)
+        better = min(mean("spectral_error"), mean("spectral+ml_error"))
+        lines.append(
+            f"| {name} | {len(group)} | {mean('spectral_error'):.4f} | "
+            f"{mean('spectral+ml_error'):.4f} | {mean('default_error'):.4f} | "
+            f"{mean('default_error') / better:.2f} | "
+            f"{mean('column_mean_error'):.4f} | {chose_ml}/{len(group)} | "
+            f"{mean('z_z'):.1f} | "
+            f"{mean('default_loglik') - mean('spectral+ml_loglik'):.0f} | "
+            f"{mean('spectral_seconds'):.1f} / {mean('spectral+ml_seconds'):.1f} / "
+            f"{mean('default_seconds'):.1f} |")
+    totals = {e: sum(float(row[f"{e}_seconds"]) for row in rows) for e in ESTIMATORS}
+    lines.append("")
+    lines.append("Total wall time: "
+                 + ", ".join(f"{e} {t:.0f} s" for e, t in totals.items()))
+    return "\n".join(lines)
+
+
+def _read_csv(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS),
+                        default=list(SETTINGS))
+    parser.add_argument("--replicates", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=CSV_PATH)
+    parser.add_argument("--table-only", action="store_true",
+                        help="print the table of an existing --out CSV")
+    args = parser.parse_args(argv)
+    if not args.table_only:
+        done = {(r["setting"], int(r["replicate"])) for r in _read_csv(args.out)} \
+            if args.out.exists() else set()
+        for name in args.settings:
+            for replicate in range(1, args.replicates + 1):
+                if (name, replicate) in done:  # resumable: rows already measured stay
+                    continue
+                row = evaluate(name, replicate)
+                print(f"{name} {replicate}: " + ", ".join(
+                    f"{e} {row[f'{e}_error']:.4f} ({row[f'{e}_seconds']:.1f} s)"
+                    for e in ESTIMATORS) + f", z {row['z_z']:.2f}", flush=True)
+                new = not args.out.exists()
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                with open(args.out, "a", newline="") as handle:
+                    writer = csv.DictWriter(handle, fieldnames=list(row))
+                    if new:
+                        writer.writeheader()
+                    writer.writerow(row)
+    print(summarise(_read_csv(args.out)))
+
+
+if __name__ == "__main__":
+    main()
