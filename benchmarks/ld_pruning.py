@@ -31,7 +31,8 @@ minutes on 1,092 individuals.
 Usage::
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/ld_pruning.py \\
-        [--only "1000 Genomes"] [--seed 1] [--threads 1] [--json results.json]
+        [--only "1000 Genomes"] [--setting 200 20 0.02] [--seed 1] [--threads 1]
+        [--repeats 3] [--json results.json]
 """
 
 from __future__ import annotations
@@ -88,9 +89,13 @@ def plink_prune(prefix: Path, setting, workdir: Path) -> set:
 
 
 def fit_sets(genotypes, snp_sets: dict, K: int, seed: int, threads: int):
-    """Q fitted on each named set of SNP IDs (one fit per distinct set), and times."""
+    """Q fitted on each named set of SNP IDs (one fit per distinct set).
+
+    Returns the Q of each set, and per fit its wall time and whether the
+    default pipeline refined the spectral estimate by maximum likelihood.
+    """
     fitted: dict = {}
-    Q, seconds = {}, {}
+    Q, seconds, refined = {}, {}, {}
     for name, ids in snp_sets.items():
         key = frozenset(ids)
         if key not in fitted:
@@ -100,8 +105,9 @@ def fit_sets(genotypes, snp_sets: dict, K: int, seed: int, threads: int):
                                    threads=threads)
             fitted[key] = result.Q
             seconds[name] = time.perf_counter() - start
+            refined[name] = result.diagnostics.get("refine")
         Q[name] = fitted[key]
-    return Q, seconds
+    return Q, {"seconds": seconds, "refined_by_ml": refined}
 
 
 def compare(name: str, setting, K: int, seed: int, threads: int, repeats: int) -> dict:
@@ -121,7 +127,7 @@ def compare(name: str, setting, K: int, seed: int, threads: int, repeats: int) -
     ours = set(pruned.variants["id"])
     both = ours & plink_ids
     row = {
-        "data": name, "indep_pairwise": list(setting), "K": K,
+        "data": name, "indep_pairwise": list(setting), "K": K, "seed": seed,
         "individuals": genotypes.n_individuals, "snps_in": genotypes.n_snps,
         "kept_admixspec": len(ours), "kept_plink": len(plink_ids),
         "kept_both": len(both),
@@ -131,7 +137,7 @@ def compare(name: str, setting, K: int, seed: int, threads: int, repeats: int) -
     sets = {
         "admixspec": ours, "plink": plink_ids, "unpruned": set(genotypes.variants["id"])
     }
-    Q, row["fit_seconds"] = fit_sets(genotypes, sets, K, seed, threads)
+    Q, row["fits"] = fit_sets(genotypes, sets, K, seed, threads)
     row["q_mad"] = q_error(Q["plink"], Q["admixspec"])
     references = {"unpruned": Q["unpruned"]}
     truth = DATASETS[name].with_suffix(".truth.Q")
@@ -149,13 +155,17 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", choices=sorted(DATASETS),
                         help="run only this data set's settings (repeatable)")
+    parser.add_argument("--setting", nargs=3, type=float, metavar=("W", "S", "R2"),
+                        help="run only this --indep-pairwise setting")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3, help="timing repeats")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv)
     rows = [compare(name, setting, K, args.seed, args.threads, args.repeats)
-            for name, setting, K in SETTINGS if not args.only or name in args.only]
+            for name, setting, K in SETTINGS
+            if (not args.only or name in args.only)
+            and (not args.setting or list(setting) == args.setting)]
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
 
