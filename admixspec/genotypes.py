@@ -130,13 +130,16 @@ class Genotypes:
         individuals, snps : array_like of int or bool, optional
             Indices or masks; ``None`` keeps all.
         """
-        rows = slice(None) if individuals is None else np.asarray(individuals)
-        cols = slice(None) if snps is None else np.asarray(snps)
-        dosage = self.dosage[rows][:, cols]
+        rows = slice(None) if individuals is None else _indices(individuals)
+        cols = slice(None) if snps is None else _indices(snps)
+        # np.take returns C-ordered copies; dosage[:, cols] is F-ordered, and
+        # making it C-contiguous was a second copy of the matrix
+        dosage = self.dosage if individuals is None else np.take(self.dosage, rows, 0)
+        dosage = dosage if snps is None else np.take(dosage, cols, 1)
         variants = self.variants.iloc[cols].reset_index(drop=True)
         families = None if self.families is None else self.families[rows]
         return Genotypes(
-            dosage=np.ascontiguousarray(dosage),
+            dosage=dosage.copy() if dosage is self.dosage else dosage,
             samples=self.samples[rows],
             variants=variants,
             families=families,
@@ -171,6 +174,12 @@ class Genotypes:
             }
         )
         return cls(dosage=array, samples=np.asarray(samples), variants=variants)
+
+
+def _indices(selection) -> np.ndarray:
+    """Integer indices of an index array or boolean mask."""
+    selection = np.asarray(selection)
+    return np.flatnonzero(selection) if selection.dtype == bool else selection
 
 
 # --------------------------------------------------------------------------- counts
