@@ -422,9 +422,10 @@ def _add_run_parser(subparsers) -> None:
         help="report the pure spectral estimate (P by maximum likelihood given Q)",
     )
     method.add_argument("-C", "--tol", type=_positive_float, default=1e-4,
-                        help="stop EM when the log-likelihood gains less than this")
+                        help="stop the ML fit when an iteration gains less "
+                             "log-likelihood than this")
     method.add_argument("--max-iter", type=_positive_int, default=1000,
-                        help="EM iteration limit")
+                        help="ML iteration limit")
     extra = parser.add_argument_group("cross-validation, bootstrap, supervised, projection")
     extra.add_argument(
         "--cv", type=_positive_int, nargs="?", const=5, default=None, metavar="N",
