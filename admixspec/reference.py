@@ -32,11 +32,11 @@ __all__ = [
 
 logger = logging.getLogger("admixspec")
 
-#: Default reference size. The spectral scan holds one m x m second moment per
-#: rarity window (5 windows) plus the total: 6 x 8 m^2 bytes, 1.2 GB at
-#: m = 5,000 (4.8 GB at 10,000), and its m^2 n product dominates the time.
-#: 5,000 individuals estimate P to within ~1/sqrt(10,000) alleles per SNP and
-#: population share, well below the Q error of one projected individual.
+#: Default reference size. The spectral stage holds about three m x m
+#: matrices (0.6 GB at m = 5,000, 2.4 GB at 10,000) and scoring samples of
+#: about m x 5,500 doubles, and its m^2 n product dominates the time; 5,000
+#: individuals (10,000 allele copies) estimate P with a sampling error well
+#: below the Q error of one projected individual.
 DEFAULT_REFERENCE_SIZE = 5000
 #: Individuals projected per chunk (the chunk's int8 genotypes are copied).
 DEFAULT_CHUNK_SIZE = 5000
