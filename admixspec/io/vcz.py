@@ -28,7 +28,8 @@ import pandas as pd
 
 from ..exceptions import InputError, import_optional
 from ..genotypes import Genotypes
-from .vcf import _SNP_BASES, _decode_block, parse_region, read_log_entries
+from .plink import _region_mask, _sample_rows
+from .vcf import _SNP_BASES, _decode_block, read_log_entries
 
 __all__ = ["is_vcz", "read_vcz"]
 
@@ -84,35 +85,6 @@ def _strings(array) -> np.ndarray:
     return np.array(values.tolist(), dtype=str)
 
 
-def _sample_rows(file_samples: np.ndarray, samples, path: Path) -> np.ndarray | None:
-    if samples is None:
-        return None
-    present = set(file_samples.tolist())
-    unknown = [s for s in samples if s not in present]
-    if unknown:
-        raise InputError(
-            f"{len(unknown)} requested sample(s) not in the store "
-            f"(first: {unknown[0]!r})",
-            path=path,
-        )
-    return np.flatnonzero(np.isin(file_samples, list(samples)))
-
-
-def _region_mask(store, region: str | None) -> np.ndarray:
-    positions = np.asarray(store["variant_position"][...], dtype=np.int64)
-    if region is None:
-        return np.ones(len(positions), dtype=bool)
-    chrom, start, end = parse_region(region)
-    contigs = _strings(store["contig_id"])
-    contig = np.asarray(store["variant_contig"][...])
-    mask = np.isin(contig, np.flatnonzero(contigs == chrom))
-    if start is not None:
-        mask &= positions >= start
-    if end is not None:
-        mask &= positions <= end
-    return mask
-
-
 def classify_alleles(alleles: np.ndarray) -> tuple[np.ndarray, dict]:
     """Which variants are biallelic SNPs, with counts of the others by kind.
 
@@ -156,9 +128,14 @@ def classify_alleles(alleles: np.ndarray) -> tuple[np.ndarray, dict]:
     return ~(multiallelic | indel | other), skipped
 
 
-def _variant_table(store, columns: np.ndarray, alleles: np.ndarray) -> pd.DataFrame:
+def _contigs_and_positions(store) -> tuple[np.ndarray, np.ndarray]:
+    """Each variant's contig name (str) and position (int64), shape (n_variants,)."""
     contigs = _strings(store["contig_id"])
-    chrom = contigs[np.asarray(store["variant_contig"][...])[columns]]
+    chrom = contigs[np.asarray(store["variant_contig"][...])]
+    return chrom, np.asarray(store["variant_position"][...], dtype=np.int64)
+
+
+def _variant_table(store, columns, alleles, chrom, positions) -> pd.DataFrame:
     if "variant_id" in store:
         ids = _strings(store["variant_id"])[columns]
         ids = np.where(ids == "", ".", ids)
@@ -167,8 +144,8 @@ def _variant_table(store, columns: np.ndarray, alleles: np.ndarray) -> pd.DataFr
     other = alleles[columns, 1] if alleles.shape[1] > 1 else np.full(len(columns), "")
     return pd.DataFrame(
         {
-            "chrom": pd.array(chrom, dtype=object),
-            "pos": np.asarray(store["variant_position"][...], dtype=np.int64)[columns],
+            "chrom": pd.array(chrom[columns], dtype=object),
+            "pos": positions[columns],
             "id": pd.array(ids, dtype=object),
             "counted": pd.array(alleles[columns, 0], dtype=object),
             "other": pd.array(np.where(other == "", "0", other), dtype=object),
@@ -182,7 +159,8 @@ def _read_dosage(calls, columns: np.ndarray, rows, path: Path):
     Returns the (n_samples, n_columns) dosage and the VCF reader's ploidy
     counts (haploid, half, polyploid).
     """
-    n_samples = calls.shape[1] if rows is None else len(rows)
+    every_sample = len(rows) == calls.shape[1]
+    n_samples = len(rows)
     dosage = np.empty((n_samples, len(columns)), dtype=np.int8)
     counts = np.zeros(3, dtype=np.int64)
     chunk = int(calls.chunks[0])
@@ -194,7 +172,7 @@ def _read_dosage(calls, columns: np.ndarray, rows, path: Path):
         start = columns[first] - columns[first] % chunk
         chunk_calls = np.asarray(calls[start : columns[stop - 1] + 1])
         block = chunk_calls[columns[first:stop] - start]
-        if rows is not None:
+        if not every_sample:
             block = block[:, rows]
         # the VCF decoder's layout: alleles then a trailing phase column
         padded = np.concatenate([block, np.zeros_like(block[..., :1])], axis=-1)
@@ -252,8 +230,9 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
     calls = store["call_genotype"]
     if calls.shape[0] == 0:
         raise InputError("has no variant records", path=path)
-    rows = _sample_rows(file_samples, samples, path)
-    in_region = np.flatnonzero(_region_mask(store, region))
+    rows = _sample_rows(file_samples, samples, path, kind=".vcz")
+    chrom, positions = _contigs_and_positions(store)
+    in_region = np.flatnonzero(_region_mask(chrom, positions, region))
     alleles = _strings(store["variant_allele"])
     snp, skipped = classify_alleles(alleles[in_region])
     columns = in_region[snp]
@@ -261,8 +240,8 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
     dosage, ploidy_counts = _read_dosage(calls, columns, rows, path)
     genotypes = Genotypes(
         dosage=dosage,
-        samples=file_samples if rows is None else file_samples[rows],
-        variants=_variant_table(store, columns, alleles),
+        samples=file_samples[rows],
+        variants=_variant_table(store, columns, alleles, chrom, positions),
         source=str(path),
     )
     genotypes.filter_log.extend(read_log_entries(skipped, n_records, ploidy_counts))
