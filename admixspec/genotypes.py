@@ -305,8 +305,9 @@ def _ploidy_policy(genotypes: Genotypes) -> dict:
     ploidy = next((e for e in genotypes.filter_log if e["filter"] == "ploidy"), None)
     if ploidy is None:
         return {
-            "policy": "PLINK 1 .bed: diploid calls; haploid calls are stored as "
-            "homozygous by PLINK"
+            # PLINK 1/2 filesets and arrays carry no ploidy record: read as stored
+            "policy": "diploid calls as stored; PLINK 1 and 2 store haploid calls as "
+            "homozygous"
         }
     return {
         "policy": "haploid calls read as homozygous; half calls and ploidy > 2 "
