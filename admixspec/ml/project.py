@@ -1,8 +1,8 @@
 """Projection onto fixed allele frequencies, and the supervised fit.
 
 * :func:`project` — P fixed (e.g. a fitted reference panel), each
-  individual's Q by maximum likelihood: the Q-only EM map, accelerated, over
-  SNP blocks in parallel. Individuals are independent given P, so a new
+  individual's Q by maximum likelihood: the Q-only block-relaxation (Newton)
+  map of :mod:`admixspec.ml.newton`, accelerated, over SNP blocks in parallel. Individuals are independent given P, so a new
   cohort is placed without influencing the reference.
 * :func:`fit_supervised` — ADMIXTURE's ``--supervised``: individuals with a
   reference-population label keep Q fixed at that population's one-hot vector
