@@ -44,7 +44,10 @@ def _top_eigenpairs(matrix, K, start=None):
     if m <= _DENSE_LIMIT or K >= m - 1:
         values, vectors = scipy.linalg.eigh(matrix, subset_by_index=(m - K, m - 1))
     else:
-        v0 = None if start is None else start.sum(axis=1)
+        # ARPACK's own random start vector varies between calls and processes, which
+        # made the same seed give different bits; the all-ones direction is fixed
+        # and overlaps the leading eigenvector of a non-negative moment matrix.
+        v0 = np.full(m, 1.0 / np.sqrt(m)) if start is None else start.sum(axis=1)
         values, vectors = scipy.sparse.linalg.eigsh(matrix, k=K, which="LA", v0=v0, tol=1e-12)
         order = np.argsort(values)
         values, vectors = values[order], vectors[:, order]
