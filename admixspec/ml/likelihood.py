@@ -104,6 +104,37 @@ def _flush_logs(prod, L):
     return total
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)
+def _flush_snp_logs(prod, L, llj):
+    """llj[jj] += log(prod[jj]) for the block's SNPs; resets the products to 1."""
+    for jj in range(L):
+        llj[jj] += np.log(prod[jj])
+        prod[jj] = 1.0
+
+
+@numba.njit(cache=True, error_model="numpy", fastmath=True)
+def _block_snp_logliks(G, Q, PT, j0, L, f, prod, llj):
+    """Log-likelihood of each SNP of a block at (Q, P) into ``llj[:L]``.
+
+    ``PT`` (K, >= L) is the block's P transposed (:func:`_load_block`); ``f`` and
+    ``prod`` are scratch of length >= L, ``prod`` all ones on entry and on exit.
+    Products of likelihood factors are logged every ``_LOG_EVERY`` individuals.
+    """
+    m = Q.shape[0]
+    llj[:L] = 0.0
+    since = 0
+    for i in range(m):
+        _block_frequencies(Q, i, PT, L, f)
+        for jj in range(L):
+            g = G[i, j0 + jj]
+            prod[jj] *= _genotype_factor(np.float64(g), f[jj]) if g >= 0 else 1.0
+        since += 1
+        if since == _LOG_EVERY:
+            _flush_snp_logs(prod, L, llj)
+            since = 0
+    _flush_snp_logs(prod, L, llj)
+
+
 @numba.njit(**_FAST)
 def _em_kernel(G, P, Q, starts, lengths, P_out, Q_acc, n_obs, update_p, want_ll):
     """One EM sweep over the listed SNP blocks.
@@ -186,29 +217,22 @@ def _em_kernel(G, P, Q, starts, lengths, P_out, Q_acc, n_obs, update_p, want_ll)
 @numba.njit(**_FAST)
 def _loglik_kernel(G, P, Q, starts, lengths, n_threads):
     """Per-thread log-likelihood sums over the listed SNP blocks."""
-    m, K = Q.shape
+    K = Q.shape[1]
     n_blocks = starts.shape[0]
     ll_thread = np.zeros(n_threads)
     for t in numba.prange(n_threads):
         PT = np.zeros((K, BLOCK_SIZE))
         f = np.empty(BLOCK_SIZE)
         prod = np.ones(BLOCK_SIZE)
+        llj = np.zeros(BLOCK_SIZE)
         ll = 0.0
         for b in range(t, n_blocks, n_threads):
             j0 = starts[b]
             L = lengths[b]
             _load_block(P, j0, L, PT)
-            since = 0
-            for i in range(m):
-                _block_frequencies(Q, i, PT, L, f)
-                for jj in range(L):
-                    g = G[i, j0 + jj]
-                    prod[jj] *= _genotype_factor(np.float64(g), f[jj]) if g >= 0 else 1.0
-                since += 1
-                if since == _LOG_EVERY:
-                    ll += _flush_logs(prod, L)
-                    since = 0
-            ll += _flush_logs(prod, L)
+            _block_snp_logliks(G, Q, PT, j0, L, f, prod, llj)
+            for jj in range(L):
+                ll += llj[jj]
         ll_thread[t] = ll
     return ll_thread
 

@@ -40,7 +40,9 @@ from .likelihood import (
     _FAST,
     _LOG_EVERY,
     _block_frequencies,
+    _block_snp_logliks,
     _flush_logs,
+    _flush_snp_logs,
     _genotype_factor,
     _load_block,
     project_q,
@@ -280,14 +282,6 @@ def _genotype_weights(G, i, j0, L, s1, want_ll):
             prod[jj] *= _genotype_factor(gf, fj) if observed else 1.0
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)
-def _flush_snp_logs(prod, L, llj):
-    """llj[jj] += log(prod[jj]) for the block's SNPs; resets the products to 1."""
-    for jj in range(L):
-        llj[jj] += np.log(prod[jj])
-        prod[jj] = 1.0
-
-
 @numba.njit(cache=True, error_model="numpy", fastmath=True)
 def _p_statistics(G, Q, PT, j0, L, tri_r, tri_c, gP, HP, A, llj, s1):
     """Sweep one block at (Q, P): each SNP's gradient, curvature, EM numerator, log-likelihood.
@@ -320,25 +314,6 @@ def _p_statistics(G, Q, PT, j0, L, tri_r, tri_c, gP, HP, A, llj, s1):
             qq = Q[i, tri_r[s]] * Q[i, tri_c[s]]
             for jj in range(L):
                 HP[s, jj] += qq * w2[jj]
-    _flush_snp_logs(prod, L, llj)
-
-
-@numba.njit(cache=True, error_model="numpy", fastmath=True)
-def _snp_logliks(G, Q, PT, j0, L, llj, s1):
-    """Log-likelihood of each SNP of the block at (Q, P) into ``llj``."""
-    m = Q.shape[0]
-    f, prod = s1[0], s1[3]
-    llj[:L] = 0.0
-    since = 0
-    for i in range(m):
-        _block_frequencies(Q, i, PT, L, f)
-        for jj in range(L):
-            g = G[i, j0 + jj]
-            prod[jj] *= _genotype_factor(np.float64(g), f[jj]) if g >= 0 else 1.0
-        since += 1
-        if since == _LOG_EVERY:
-            _flush_snp_logs(prod, L, llj)
-            since = 0
     _flush_snp_logs(prod, L, llj)
 
 
@@ -467,7 +442,7 @@ def _relax_kernel(G, P, Q, starts, lengths, tri_r, tri_c, P_out, Q_stats, update
             if update_p:
                 _p_statistics(G, Q, PT, j0, L, tri_r, tri_c, gP, HP, A, ll_old, s1)
                 _p_newton_block(PT, gP, HP, L, tri_r, tri_c, PN, qp)
-                _snp_logliks(G, Q, PN, j0, L, ll_new, s1)
+                _block_snp_logliks(G, Q, PN, j0, L, s1[0], s1[3], ll_new)
                 em_rows[t] += _em_where_worse(PT, gP, A, L, ll_old, ll_new, PN)
                 for jj in range(L):
                     ll += ll_old[jj]
