@@ -93,6 +93,14 @@ def _cholesky_solve(M, n, idx, b, out):
                 M[ia, ia] = np.sqrt(s)
             else:
                 M[ia, ic] = s / M[ic, ic]
+    _substitute(M, n, idx, b, out)
+    return True
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _substitute(M, n, idx, b, out):
+    """``out[:n] = y`` solving ``L L^T y = b[:n]`` with the lower factor ``L`` held in
+    ``M``'s ``idx`` rows/columns (as :func:`_cholesky_solve` leaves it)."""
     for a in range(n):
         s = b[a]
         for e in range(a):
@@ -103,7 +111,6 @@ def _cholesky_solve(M, n, idx, b, out):
         for e in range(a + 1, n):
             s -= M[idx[e], idx[a]] * out[e]
         out[a] = s / M[idx[a], idx[a]]
-    return True
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -157,16 +164,7 @@ def _free_step(x, g, C, lo, hi, simplex, state, idx, d, work):
         for a in range(n):
             b[a] = 1.0
         # the factor is in M: solve again by substitution only
-        for a in range(n):
-            s = b[a]
-            for e in range(a):
-                s -= M[idx[a], idx[e]] * v[e]
-            v[a] = s / M[idx[a], idx[a]]
-        for a in range(n - 1, -1, -1):
-            s = v[a]
-            for e in range(a + 1, n):
-                s -= M[idx[e], idx[a]] * v[e]
-            v[a] = s / M[idx[a], idx[a]]
+        _substitute(M, n, idx, b, v)
         su = 0.0
         sv = 0.0
         for a in range(n):
