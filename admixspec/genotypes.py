@@ -164,16 +164,26 @@ class Genotypes:
         n_individuals, n_snps = array.shape
         if samples is None:
             samples = [f"ind{i}" for i in range(n_individuals)]
-        variants = pd.DataFrame(
-            {
-                "chrom": np.full(n_snps, "1"),
-                "pos": np.arange(1, n_snps + 1, dtype=np.int64),
-                "id": [f"snp{j}" for j in range(n_snps)],
-                "counted": np.full(n_snps, "A"),
-                "other": np.full(n_snps, "B"),
-            }
-        )
-        return cls(dosage=array, samples=np.asarray(samples), variants=variants)
+        return cls(dosage=array, samples=np.asarray(samples),
+                   variants=placeholder_variants(n_snps))
+
+
+def placeholder_variants(n_snps: int, *, counted: str = "A", other: str = "B"
+                         ) -> pd.DataFrame:
+    """Variant table for genotypes that came without one.
+
+    Chromosome ``1``, positions ``1..n_snps``, IDs ``snp0, snp1, ...``, and the
+    given labels for the counted and the other allele.
+    """
+    return pd.DataFrame(
+        {
+            "chrom": np.full(n_snps, "1"),
+            "pos": np.arange(1, n_snps + 1, dtype=np.int64),
+            "id": [f"snp{j}" for j in range(n_snps)],
+            "counted": np.full(n_snps, counted),
+            "other": np.full(n_snps, other),
+        }
+    )
 
 
 def _indices(selection) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import InputError
-from ..genotypes import MISSING, Genotypes
+from ..genotypes import MISSING, Genotypes, placeholder_variants
 
 __all__ = ["from_allel"]
 
@@ -135,16 +135,9 @@ def _variant_table(variants, n_variants: int) -> tuple[pd.DataFrame, dict]:
 
 
 def _generated_variants(n_variants: int) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "chrom": np.full(n_variants, "1"),
-            "pos": np.arange(1, n_variants + 1, dtype=np.int64),
-            "id": [f"snp{j}" for j in range(n_variants)],
-            "counted": np.full(n_variants, "REF"),
-            "other": np.full(n_variants, "ALT"),
-            "keep": np.ones(n_variants, dtype=bool),
-        }
-    )
+    table = placeholder_variants(n_variants, counted="REF", other="ALT")
+    table["keep"] = np.ones(n_variants, dtype=bool)
+    return table
 
 
 def _check_shape(genotype_array, samples) -> tuple[int, int, int]:
