@@ -28,6 +28,7 @@ import numba
 import numpy as np
 
 from ..exceptions import InputError, UsageError
+from .chunks import as_chunks
 
 __all__ = [
     "P_MAX",
@@ -467,40 +468,39 @@ def snp_blocks(n_snps: int, block_size: int = BLOCK_SIZE):
 
 
 class Engine:
-    """EM and log-likelihood passes over one dosage matrix.
+    """EM and log-likelihood passes over one dosage matrix, chunk by chunk of SNPs.
 
-    Holds the dosage, its SNP blocks and reusable buffers so that iterative
-    fits (refinement, projection, cross-validation) pay no set-up per pass.
-    Call inside :func:`thread_limit` to control the thread count.
+    Holds the genotype source, its SNP blocks and per-individual counts so
+    that iterative fits (refinement, projection, cross-validation) pay no
+    set-up per pass. Every pass runs through the source's
+    :meth:`~admixspec.ml.chunks.GenotypeChunks.map`: the kernels run on each
+    chunk of SNPs with that chunk's P rows, and the per-individual statistics
+    are summed over chunks. Call inside :func:`thread_limit` to control the
+    thread count.
 
     Parameters
     ----------
-    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
-        Checked dosage (see :func:`check_dosage`).
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps), or GenotypeChunks
+        Checked dosage (see :func:`check_dosage`), held in memory as one
+        chunk, or a chunked source (e.g. streamed from a ``.bed`` file).
     K : int
         Number of components.
     """
 
-    def __init__(self, G: np.ndarray, K: int):
-        self.G = G
-        self.m, self.n = G.shape
+    def __init__(self, G, K: int):
+        self.chunks = as_chunks(G)
+        self.m, self.n = self.chunks.n_individuals, self.chunks.n_snps
         self.K = int(K)
         self.starts, self.lengths = snp_blocks(self.n)
         self.n_blocks = len(self.starts)
         self.passes = 0
         self.restarts = 0
-        n_obs = (G >= 0).sum(axis=1).astype(np.float64)
-        self.n_obs = n_obs
-
-    def _buffers(self):
-        T = numba.get_num_threads()
-        return np.zeros((T, self.m, self.K)), np.zeros((T, self.m))
+        self.n_obs = self.chunks.n_observed
 
     def loglik(self, Q, P) -> float:
         """Log-likelihood of (Q, P) over all SNPs."""
-        T = numba.get_num_threads()
         self.passes += 1
-        return float(_loglik_kernel(self.G, P, Q, self.starts, self.lengths, T).sum())
+        return float(sum(self.chunks.map(_chunk_loglik, P, Q)))
 
     def em(self, Q, P, *, blocks=None, update_p=True, update_q=True, want_ll=True,
            Q_fixed_rows=None):
@@ -512,17 +512,19 @@ class Engine:
         ``want_ll`` is false).
         """
         if blocks is None:
-            starts, lengths = self.starts, self.lengths
-        else:
-            starts, lengths = self.starts[blocks], self.lengths[blocks]
-        Q_acc, n_obs = self._buffers()
-        P_new = P.copy() if update_p else P
-        ll = _em_kernel(self.G, P, Q, starts, lengths, P_new, Q_acc, n_obs,
-                        update_p, want_ll).sum()
-        self.passes += 1 if blocks is None else len(starts) / self.n_blocks
+            per_snp = P
+        else:  # the swept SNPs travel with P as a last column of flags
+            swept = np.zeros(self.n_blocks)
+            swept[blocks] = 1.0
+            per_snp = np.hstack([P, np.repeat(swept, self.lengths)[:, None]])
+        parts = self.chunks.map(_chunk_em, per_snp, Q, update_p, want_ll,
+                                blocks is not None)
+        P_new = _join_rows([part[0] for part in parts], P) if update_p else P
+        acc = sum(part[1] for part in parts)
+        ll = sum(part[3] for part in parts)
+        self.passes += 1 if blocks is None else len(blocks) / self.n_blocks
         if update_q:
-            acc = Q_acc.sum(axis=0)
-            obs = n_obs.sum(axis=0) if blocks is not None else self.n_obs
+            obs = sum(part[2] for part in parts) if blocks is not None else self.n_obs
             with np.errstate(invalid="ignore", divide="ignore"):
                 Q_new = Q * acc / (2.0 * obs[:, None])
             empty = obs == 0
@@ -535,6 +537,58 @@ class Engine:
         else:
             Q_new = Q
         return Q_new, P_new, (float(ll) if want_ll else float("nan"))
+
+
+def _join_rows(parts, P):
+    """The chunks' new P rows as one array (the one chunk's own array if only one)."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else P.copy()
+
+
+def _chunk_loglik(G, P, Q):
+    """Log-likelihood of (Q, P) on one chunk of SNPs (a :meth:`GenotypeChunks.map` task)."""
+    starts, lengths = snp_blocks(G.shape[1])
+    return _loglik_kernel(G, P, Q, starts, lengths, numba.get_num_threads()).sum()
+
+
+def _swept_blocks(swept):
+    """Starts and lengths of kernel blocks covering the flagged SNPs of a chunk.
+
+    Runs of flagged SNPs are cut into blocks of at most ``BLOCK_SIZE`` from
+    their start, which gives the engine's own blocks when the chunk starts on
+    a block boundary.
+    """
+    edges = np.diff(np.concatenate([[0], swept.astype(np.int8), [0]]))
+    run_starts = np.flatnonzero(edges == 1)
+    run_stops = np.flatnonzero(edges == -1)
+    pieces = [snp_blocks(stop - start) for start, stop in zip(run_starts, run_stops)]
+    if not pieces:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts = np.concatenate([s + start for (s, _), start in zip(pieces, run_starts)])
+    lengths = np.concatenate([length for _, length in pieces])
+    return starts.astype(np.int64), lengths.astype(np.int64)
+
+
+def _chunk_em(G, rows, Q, update_p, want_ll, flagged):
+    """One EM sweep of one chunk of SNPs (a :meth:`GenotypeChunks.map` task).
+
+    ``rows`` is the chunk's P, with a last column flagging the SNPs to sweep
+    when ``flagged``. Returns the chunk's new P rows (or None), the summed Q
+    numerators (m, K), observed counts (m,) and log-likelihood.
+    """
+    if flagged:
+        P = np.ascontiguousarray(rows[:, :-1])
+        starts, lengths = _swept_blocks(rows[:, -1] > 0.5)
+    else:
+        P = rows
+        starts, lengths = snp_blocks(G.shape[1])
+    T = numba.get_num_threads()
+    m, K = Q.shape
+    Q_acc, n_obs = np.zeros((T, m, K)), np.zeros((T, m))
+    P_new = P.copy() if update_p else P
+    ll = _em_kernel(G, P, Q, starts, lengths, P_new, Q_acc, n_obs, update_p, want_ll).sum()
+    return (P_new if update_p else None), Q_acc.sum(axis=0), n_obs.sum(axis=0), ll
 
 
 # --------------------------------------------------------------------------

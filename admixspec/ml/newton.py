@@ -46,6 +46,7 @@ from .likelihood import (
     _genotype_factor,
     _load_block,
     project_q,
+    snp_blocks,
 )
 
 __all__ = ["BlockNewton"]
@@ -483,6 +484,22 @@ def _q_newton_kernel(Q, stats, tri_r, tri_c, frozen, Q_out, n_threads):
                 Q_out[i, k] = out[k]
 
 
+def _relax_chunk(G, P, Q, tri_r, tri_c, update_p):
+    """The block-relaxation sweep of one chunk of SNPs (a ``GenotypeChunks.map`` task).
+
+    Returns the chunk's new P rows (None unless ``update_p``), the summed Q
+    statistics (m, K + K(K+1)/2), the log-likelihood of the input (Q, P) on
+    the chunk and the number of P rows that fell back to EM.
+    """
+    starts, lengths = snp_blocks(G.shape[1])
+    T = numba.get_num_threads()
+    stats = np.zeros((T, Q.shape[0], Q.shape[1] + len(tri_r)))
+    P_new = np.empty_like(P) if update_p else P
+    ll, em_rows = _relax_kernel(G, P, Q, starts, lengths, tri_r, tri_c, P_new, stats,
+                                update_p)
+    return (P_new if update_p else None), stats.sum(axis=0), ll.sum(), int(em_rows.sum())
+
+
 class BlockNewton:
     """The block-relaxation map over one dosage matrix (see the module notes).
 
@@ -533,18 +550,21 @@ class BlockNewton:
             Log-likelihood of the *input* (Q, P).
         """
         eng = self.engine
-        T = numba.get_num_threads()
-        stats = np.zeros((T, eng.m, eng.K + len(self.tri_r)))
-        P_new = np.empty_like(P) if update_p else P
-        ll, em_rows = _relax_kernel(eng.G, P, Q, eng.starts, eng.lengths, self.tri_r,
-                                    self.tri_c, P_new, stats, update_p)
-        ll = ll.sum()
-        self.em_rows += int(em_rows.sum())
+        parts = eng.chunks.map(_relax_chunk, P, Q, self.tri_r, self.tri_c, update_p)
+        if not update_p:
+            P_new = P
+        elif len(parts) == 1:
+            P_new = parts[0][0]
+        else:
+            P_new = np.concatenate([part[0] for part in parts])
+        stats = sum(part[1] for part in parts)
+        ll = sum(part[2] for part in parts)
+        self.em_rows += int(sum(part[3] for part in parts))
         eng.passes += 1
         self.sweeps += 3 if update_p else 1
         Q_new = np.empty_like(Q)
-        _q_newton_kernel(Q, stats.sum(axis=0), self.tri_r, self.tri_c, self.frozen,
-                         Q_new, T)
+        _q_newton_kernel(Q, stats, self.tri_r, self.tri_c, self.frozen, Q_new,
+                         numba.get_num_threads())
         project_q(Q_new)
         Q_new[self.frozen] = Q[self.frozen]
         return Q_new, P_new, float(ll)

@@ -1,0 +1,139 @@
+"""Genotypes as chunks of SNPs: the interface every likelihood pass reads through.
+
+A pass of the ML engine (:class:`admixspec.ml.likelihood.Engine`,
+:class:`admixspec.ml.newton.BlockNewton`) reads each SNP only together with
+that SNP's row of P, and adds per-individual statistics of Q over SNPs. So a
+pass splits exactly into chunks of SNPs (all individuals): the same numba
+kernel runs on each chunk with that chunk's P rows, the Q statistics and
+log-likelihoods are summed over chunks, and the new P rows are concatenated.
+
+A :class:`GenotypeChunks` source says where its chunks are and runs a function
+over them (:meth:`GenotypeChunks.map`); whether a chunk comes from memory,
+is decoded from a ``.bed`` file on disk (:class:`admixspec.io.bed_chunks.BedChunks`)
+or lives on a Dask worker is the source's business. :class:`InMemoryChunks`
+wraps an int8 matrix as one chunk, so the in-memory engine gives the same bits
+as it did before chunks existed.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["GenotypeChunks", "InMemoryChunks", "as_chunks", "chunk_bounds"]
+
+
+@runtime_checkable
+class GenotypeChunks(Protocol):
+    """Genotypes (individuals x SNPs) readable one chunk of SNPs at a time.
+
+    Attributes
+    ----------
+    n_individuals : int
+    n_snps : int
+    bounds : list of (int, int)
+        ``(start, stop)`` SNP ranges, in order, covering all SNPs once.
+    n_observed : numpy.ndarray, float64, shape (n_individuals,)
+        Non-missing genotypes of each individual over all SNPs.
+    """
+
+    n_individuals: int
+    n_snps: int
+    bounds: list
+    n_observed: np.ndarray
+
+    def map(self, function: Callable, P, *shared) -> list:
+        """``[function(G_chunk, P[start:stop], *shared) for (start, stop) in bounds]``.
+
+        Parameters
+        ----------
+        function : callable
+            A module-level (picklable) function; ``G_chunk`` is int8, shape
+            ``(n_individuals, stop - start)``, C-contiguous, -1 missing.
+        P : numpy.ndarray, shape (n_snps, ...)
+            Per-SNP rows (P, possibly with extra columns); each call receives
+            its chunk's rows.
+        *shared
+            Arguments that are the same for every chunk (Q, flags, ...): a
+            distributed source sends them once per call, not once per chunk.
+
+        Returns
+        -------
+        list
+            The results, in the order of ``bounds``.
+        """
+        ...
+
+
+def chunk_bounds(n_snps: int, chunk_snps: int, align: int = 64) -> list:
+    """``(start, stop)`` ranges of at most ``chunk_snps`` SNPs, multiples of ``align``.
+
+    Chunks start at multiples of ``align`` (the kernels' SNP block) so that a
+    chunked pass runs the same SNP blocks as an unchunked one.
+
+    Parameters
+    ----------
+    n_snps : int
+    chunk_snps : int
+        Largest chunk; rounded down to a multiple of ``align`` (at least one).
+    align : int
+
+    Returns
+    -------
+    list of (int, int)
+
+    Examples
+    --------
+    >>> chunk_bounds(300, 128)
+    [(0, 128), (128, 256), (256, 300)]
+    >>> chunk_bounds(0, 128)
+    []
+    """
+    step = max(align, int(chunk_snps) // align * align)
+    return [(start, min(start + step, n_snps)) for start in range(0, n_snps, step)]
+
+
+class InMemoryChunks:
+    """An int8 dosage matrix in memory as a single chunk.
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        Checked dosage (see :func:`admixspec.ml.likelihood.check_dosage`).
+
+    Examples
+    --------
+    >>> G = np.array([[0, 2, -1], [1, 1, 0]], dtype=np.int8)
+    >>> chunks = InMemoryChunks(G)
+    >>> chunks.bounds, chunks.n_observed.tolist()
+    ([(0, 3)], [2.0, 3.0])
+    >>> chunks.map(lambda g, p, s: int(g.sum() + p.sum() + s), np.ones((3, 1)), 10)
+    [16]
+    """
+
+    def __init__(self, G: np.ndarray):
+        self.G = G
+        self.n_individuals, self.n_snps = G.shape
+        self.bounds = [(0, self.n_snps)]
+        self.n_observed = (G >= 0).sum(axis=1).astype(np.float64)
+
+    def map(self, function: Callable, P, *shared) -> list:
+        """Run ``function(G, P, *shared)`` on the one chunk (see :class:`GenotypeChunks`)."""
+        return [function(self.G, P, *shared)]
+
+
+def as_chunks(genotypes) -> GenotypeChunks:
+    """A :class:`GenotypeChunks` source: ``genotypes`` itself, or an int8 array wrapped.
+
+    Parameters
+    ----------
+    genotypes : GenotypeChunks or numpy.ndarray, int8, shape (n_individuals, n_snps)
+
+    Returns
+    -------
+    GenotypeChunks
+    """
+    if isinstance(genotypes, np.ndarray):
+        return InMemoryChunks(genotypes)
+    return genotypes
