@@ -39,6 +39,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ..exceptions import ConvergenceWarning, UsageError
+from ..gpu.device import make_engine
 from ..result import FitResult
 from .likelihood import (
     P_MAX,
@@ -221,7 +222,9 @@ class _Run:
     def newton(self, Q, P):
         if self._newton is None:
             rows = None if self.fixed is None else self.fixed.rows
-            self._newton = BlockNewton(self.engine, frozen_rows=rows)
+            # an engine on another device brings its own block-relaxation map
+            newton_map = getattr(self.engine, "newton_map", BlockNewton)
+            self._newton = newton_map(self.engine, frozen_rows=rows)
         return self._newton.step(Q, P, update_p=self.update_p)
 
     def clean(self, Q, P):
@@ -471,6 +474,7 @@ def fit_ml(
     threads: int | None = None,
     batches: int | None = None,
     accel: str = "newton",
+    device: str = "auto",
 ) -> MLResult:
     """Maximum-likelihood (Q, P) of ADMIXTURE's model (block relaxation + SQUAREM).
 
@@ -510,6 +514,10 @@ def fit_ml(
         The optimiser: ADMIXTURE's block relaxation (Newton steps for P and
         Q) accelerated by SQUAREM (default), or the EM accelerated by
         SQUAREM after a mini-batch warm-up (see the module notes).
+    device : {"auto", "cpu", "cuda"}
+        Where the likelihood passes run: a usable CUDA GPU when there is one
+        (``"auto"``), the CPU, or a CUDA GPU or an error (see
+        :mod:`admixspec.gpu`); the log says which.
 
     Returns
     -------
@@ -534,7 +542,7 @@ def fit_ml(
         raise UsageError(f"accel must be one of {_ACCELS}, got {accel!r}")
     m, n = G.shape
     with thread_limit(threads):
-        engine = Engine(G, K)
+        engine = make_engine(G, K, device)
         Q, P, how = start_values(G, K, Q0=Q0, P0=P0, init=init, seed=seed)
         t_init = time.perf_counter() - t_start
         if K == 1:

@@ -1,0 +1,218 @@
+"""The likelihood engine on a CUDA GPU: the CPU engine's interface, the GPU's kernels.
+
+:class:`CudaEngine` answers the same calls as :class:`admixspec.ml.likelihood.Engine`
+(``loglik``, ``em``, the ``passes``/``restarts`` counters, the SNP blocks), and
+:class:`CudaBlockNewton` those of :class:`admixspec.ml.newton.BlockNewton`, so
+the accelerators and ADMIXTURE's stopping rule of :mod:`admixspec.ml.refine`
+drive either unchanged. The genotypes stay on the device (int8, both
+orientations, see :mod:`admixspec.gpu.kernels`); Q and P travel to it and
+back once per pass, as the float64 arrays the accelerators compute with
+(for 500,000 SNPs and K = 5, 20 MB each way).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import cuda
+
+from ..ml.likelihood import Engine, project_q
+from ..ml.newton import _q_newton_kernel, triangle_pairs
+from .kernels import THREADS_PER_BLOCK, kernels, zeros
+
+__all__ = ["CudaBlockNewton", "CudaEngine"]
+
+#: Individuals one thread of a per-SNP kernel sweeps (a chunk of the grid's y axis).
+ROWS_PER_THREAD = 512
+#: SNPs one thread of a per-individual kernel sweeps.
+COLS_PER_THREAD = 2048
+
+
+def _grid(n_threads: int, n_chunks: int = 1):
+    """Blocks per grid for ``n_threads`` threads along x and ``n_chunks`` along y."""
+    return (max(1, -(-n_threads // THREADS_PER_BLOCK)), max(1, n_chunks))
+
+
+def _chunks(total: int, size: int) -> int:
+    return max(1, -(-total // size))
+
+
+class CudaBlockNewton:
+    """ADMIXTURE's block relaxation on the device (see :class:`admixspec.ml.newton.BlockNewton`).
+
+    One map: the P statistics of every SNP (one sweep), a box-constrained
+    Newton step per SNP row, a check of each row's log-likelihood with the
+    EM update where the step lowered it (one sweep), then every individual's
+    Q statistics with the new P (one sweep over the transposed genotypes)
+    and a simplex-constrained Newton step per Q row (on the host: m small
+    solves). Counted as one pass, as on the CPU, so that the two engines
+    report the same ``n_passes`` for the same fit; ``sweeps`` counts the
+    sweeps, each of which reads the genotypes on the device.
+
+    Parameters
+    ----------
+    engine : CudaEngine
+        Holds the genotypes on the device.
+    frozen_rows : numpy.ndarray, int64, optional
+        Rows of Q held fixed (supervised fits).
+    """
+
+    def __init__(self, engine: CudaEngine, frozen_rows=None):
+        self.engine = engine
+        self.tri_r, self.tri_c = triangle_pairs(engine.K)
+        self.frozen = np.zeros(engine.m, dtype=np.bool_)
+        if frozen_rows is not None:
+            self.frozen[frozen_rows] = True
+        self.sweeps = 0
+        self.em_rows = 0
+
+    def step(self, Q, P, *, update_p=True):
+        """Apply the map once: ``(Q_new, P_new, loglik of the input)``, as ``BlockNewton.step``."""
+        eng = self.engine
+        d_Q, d_P = cuda.to_device(Q), cuda.to_device(P)
+        if update_p:
+            d_P_new, ll = self._p_step(d_Q, d_P)
+            P_new = d_P_new.copy_to_host()
+        else:
+            d_P_new, P_new = d_P, P
+            ll = float(eng.snp_logliks(d_Q, d_P).copy_to_host().sum())
+            self.sweeps += 1
+        stats = zeros((eng.m, eng.K + len(self.tri_r)))
+        eng.kernels.q_stats[_grid(eng.m, _chunks(eng.n, eng.cols)), THREADS_PER_BLOCK](
+            eng.d_GT, d_Q, d_P_new, *eng.d_tri, eng.cols, stats)
+        self.sweeps += 1
+        eng.passes += 1
+        Q_new = np.empty_like(Q)
+        _q_newton_kernel(Q, stats.copy_to_host(), self.tri_r, self.tri_c, self.frozen,
+                         Q_new, numba.get_num_threads())
+        project_q(Q_new)
+        Q_new[self.frozen] = Q[self.frozen]
+        return Q_new, P_new, ll
+
+    def _p_step(self, d_Q, d_P):
+        """The P half of the map on the device: new P and the input's log-likelihood."""
+        eng = self.engine
+        n, K = eng.n, eng.K
+        gP = zeros((n, K))
+        A = zeros((n, K))
+        HP = zeros((n, len(self.tri_r)))
+        ll_old = zeros(n)
+        rows_grid = _grid(n, _chunks(eng.m, eng.rows))
+        eng.kernels.p_stats[rows_grid, THREADS_PER_BLOCK](
+            eng.d_G, d_Q, d_P, *eng.d_tri, eng.rows, gP, HP, A, ll_old)
+        d_P_new = cuda.device_array((n, K))
+        eng.kernels.p_newton[_grid(n), THREADS_PER_BLOCK](d_P, gP, HP, *eng.d_tri, d_P_new)
+        ll_new = eng.snp_logliks(d_Q, d_P_new)
+        n_bad = zeros(1, dtype=np.int64)
+        eng.kernels.p_fallback[_grid(n), THREADS_PER_BLOCK](d_P, gP, A, ll_old, ll_new,
+                                                            d_P_new, n_bad)
+        self.em_rows += int(n_bad.copy_to_host()[0])
+        self.sweeps += 2
+        return d_P_new, float(ll_old.copy_to_host().sum())
+
+
+class CudaEngine(Engine):
+    """EM and log-likelihood passes with the genotypes held on a CUDA device.
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        Checked dosage (see :func:`admixspec.ml.likelihood.check_dosage`).
+    K : int
+        Number of components.
+    rows_per_thread, cols_per_thread : int, optional
+        Chunk lengths of the per-SNP and per-individual kernels (tests use
+        small ones to cover the chunked sums on tiny data).
+
+    Notes
+    -----
+    Device memory: two bytes per genotype plus O((individuals + SNPs) K^2)
+    float64 statistics.
+    """
+
+    #: The block-relaxation map for this engine (see :mod:`admixspec.ml.refine`).
+    newton_map = CudaBlockNewton
+
+    def __init__(self, G: np.ndarray, K: int, *, rows_per_thread: int = ROWS_PER_THREAD,
+                 cols_per_thread: int = COLS_PER_THREAD):
+        super().__init__(G, K)
+        self.rows = int(rows_per_thread)
+        self.cols = int(cols_per_thread)
+        self.kernels = kernels(self.K)
+        self.d_G = cuda.to_device(G)
+        self.d_GT = cuda.to_device(np.ascontiguousarray(G.T))
+        self.d_all = cuda.to_device(np.arange(self.n, dtype=np.int64))
+        tri_r, tri_c = triangle_pairs(self.K)
+        self.d_tri = (cuda.to_device(tri_r), cuda.to_device(tri_c))
+
+    def _columns(self, blocks):
+        """Device array of the SNP indices in the given blocks (all SNPs for None)."""
+        if blocks is None:
+            return self.d_all
+        cols = np.concatenate([np.arange(s, s + n) for s, n in
+                               zip(self.starts[blocks], self.lengths[blocks])])
+        return cuda.to_device(cols.astype(np.int64))
+
+    def snp_logliks(self, d_Q, d_P):
+        """Device array (n_snps,) of each SNP's log-likelihood at device (Q, P)."""
+        ll = zeros(self.n)
+        self.kernels.snp_loglik[_grid(self.n, _chunks(self.m, self.rows)),
+                                THREADS_PER_BLOCK](self.d_G, d_Q, d_P, self.rows, ll)
+        return ll
+
+    def loglik(self, Q, P) -> float:
+        """Log-likelihood of (Q, P) over all SNPs."""
+        self.passes += 1
+        ll = self.snp_logliks(cuda.to_device(Q), cuda.to_device(P))
+        return float(ll.copy_to_host().sum())
+
+    def em(self, Q, P, *, blocks=None, update_p=True, update_q=True, want_ll=True,
+           Q_fixed_rows=None):
+        """One EM step from (Q, P), on all SNPs or on the given block indices.
+
+        As :meth:`admixspec.ml.likelihood.Engine.em`: returns ``(Q_new, P_new,
+        loglik)`` with ``loglik`` the log-likelihood of the input on the swept
+        SNPs (NaN unless ``want_ll``).
+        """
+        d_cols = self._columns(blocks)
+        n_cols = d_cols.shape[0]
+        d_Q, d_P = cuda.to_device(Q), cuda.to_device(P)
+        ll = float("nan")
+        P_new = P
+        if update_p or want_ll:
+            A, B = zeros((self.n, self.K)), zeros((self.n, self.K))
+            ll_snp = zeros(self.n)
+            self.kernels.snp_em[_grid(n_cols, _chunks(self.m, self.rows)),
+                                THREADS_PER_BLOCK](self.d_G, d_Q, d_P, d_cols, self.rows,
+                                                   A, B, ll_snp, want_ll)
+            if want_ll:
+                ll = float(ll_snp.copy_to_host().sum())
+            if update_p:
+                d_P_new = cuda.to_device(P)
+                self.kernels.p_em[_grid(n_cols), THREADS_PER_BLOCK](d_P, A, B, d_cols,
+                                                                    d_P_new)
+                P_new = d_P_new.copy_to_host()
+        self.passes += 1 if blocks is None else n_cols / self.n
+        Q_new = Q
+        if update_q:
+            Q_new = self._q_update(Q, d_Q, d_P, d_cols, blocks is not None, Q_fixed_rows)
+        return Q_new, P_new, ll
+
+    def _q_update(self, Q, d_Q, d_P, d_cols, partial, Q_fixed_rows):
+        """The EM update of Q from the swept SNPs (the CPU engine's formula)."""
+        acc = zeros((self.m, self.K))
+        obs = zeros(self.m)
+        n_cols = d_cols.shape[0]
+        self.kernels.ind_em[_grid(self.m, _chunks(n_cols, self.cols)), THREADS_PER_BLOCK](
+            self.d_GT, d_Q, d_P, d_cols, self.cols, acc, obs)
+        acc = acc.copy_to_host()
+        obs = obs.copy_to_host() if partial else self.n_obs
+        with np.errstate(invalid="ignore", divide="ignore"):
+            Q_new = Q * acc / (2.0 * obs[:, None])
+        empty = obs == 0
+        Q_new[empty] = Q[empty]
+        project_q(Q_new)
+        if Q_fixed_rows is not None:
+            rows, values = Q_fixed_rows
+            Q_new[rows] = values
+        return Q_new

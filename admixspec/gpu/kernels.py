@@ -1,0 +1,391 @@
+"""CUDA kernels of ADMIXTURE's likelihood, EM map and block relaxation (numba.cuda).
+
+The same arithmetic as the CPU kernels of :mod:`admixspec.ml.likelihood` and
+:mod:`admixspec.ml.newton`, laid out for a GPU. The genotypes are held twice on
+the device, as int8: ``G`` (individuals x SNPs) and its transpose ``GT`` (SNPs
+x individuals). Every sum over individuals (the P statistics, per SNP) runs
+one thread per SNP over ``G``, and every sum over SNPs (the Q statistics, per
+individual) one thread per individual over ``GT``: a warp's 32 threads then
+read 32 neighbouring bytes of one row, and no thread needs another thread's
+partial sums, so the kernels need no warp shuffles or shared memory. The
+second copy costs one byte per genotype (two in all, half of a float32
+matrix) and one more read of the genotypes per pass, which is cheap beside
+the ~10 K floating-point operations each genotype costs.
+
+Each thread sweeps a chunk of rows (``rows`` individuals, or ``cols`` SNPs)
+so that a grid has enough blocks to fill the device; chunks add their sums
+into the output with float64 atomics. All arithmetic is float64, as on the
+CPU, so a GPU fit reproduces a CPU fit.
+
+The per-row constrained Newton solve (:func:`admixspec.ml.newton.constrained_newton_step`
+and its helpers) is not rewritten here: :func:`_device_twins` compiles the
+very same Python functions for the device.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+
+import numba
+import numpy as np
+from numba import cuda
+
+from ..ml import newton
+from ..ml.likelihood import _LOG_EVERY, P_MAX, P_MIN
+
+__all__ = ["THREADS_PER_BLOCK", "kernels", "zeros"]
+
+#: Threads per block of every kernel.
+THREADS_PER_BLOCK = 128
+
+# The CPU Newton-step functions and the names they call each other by.
+_NEWTON_FUNCTIONS = ("constrained_newton_step", "_free_step", "_cholesky_solve",
+                     "_substitute", "_step_bounds")
+
+
+def _device_twins():
+    """The Newton-step functions of :mod:`admixspec.ml.newton` as CUDA device functions.
+
+    Each function's Python source is compiled a second time, for the device,
+    with a global namespace in which the functions it calls are their device
+    versions and ``np.sqrt``/``np.log`` are :mod:`math`'s (numba.cuda types
+    the latter, not NumPy's ufuncs).
+    """
+    shim = types.ModuleType("numpy_on_device")
+    shim.sqrt = math.sqrt
+    shim.log = math.log
+    namespace = dict(newton.__dict__)
+    namespace["np"] = shim
+    twins = {}
+    for name in _NEWTON_FUNCTIONS:
+        py = getattr(newton, name).py_func
+        clone = types.FunctionType(py.__code__, namespace, py.__name__, py.__defaults__,
+                                   py.__closure__)
+        twins[name] = cuda.jit(device=True)(clone)
+    namespace.update(twins)  # looked up when a kernel first compiles them
+    return twins
+
+
+@cuda.jit
+def _fill_zero(flat):
+    i = cuda.grid(1)
+    if i < flat.shape[0]:
+        flat[i] = 0
+
+
+def zeros(shape, dtype=np.float64):
+    """A device array of zeros, filled on the device (no host array, no transfer)."""
+    array = cuda.device_array(shape, dtype=dtype)
+    flat = array.reshape(array.size)
+    _fill_zero[max(1, -(-array.size // THREADS_PER_BLOCK)), THREADS_PER_BLOCK](flat)
+    return array
+
+
+@cuda.jit(device=True, inline=True)
+def _genotype_factor(g, f):
+    """P(g | f) without the binomial coefficient (dosage g in {0., 1., 2.})."""
+    u = f if g >= 1.0 else 1.0 - f
+    v = f if g >= 2.0 else 1.0 - f
+    return u * v
+
+
+@cuda.jit(device=True, inline=True)
+def _em_frequency(p, a, b):
+    """The EM update ``p a / (p a + (1 - p) b)`` of one frequency, in the box."""
+    num = p * a
+    den = num + (1.0 - p) * b
+    if den > 0.0:
+        p = num / den
+    return min(max(p, P_MIN), P_MAX)
+
+
+@functools.lru_cache(maxsize=None)
+def kernels(K: int) -> types.SimpleNamespace:
+    """The compiled kernels for ``K`` components (numba.cuda needs K fixed at compile time).
+
+    Long because numba.cuda sizes a thread's local arrays only by compile-time
+    constants: every kernel is a closure over ``K`` (and the sizes derived
+    from it), so the kernels are defined together inside this one factory,
+    each with its own docstring.
+
+    Parameters
+    ----------
+    K : int
+        Number of components.
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``snp_em``, ``ind_em``, ``p_em``, ``snp_loglik``, ``p_stats``,
+        ``p_newton``, ``p_fallback``, ``q_stats``: see each kernel's docstring.
+    """
+    twins = _device_twins()
+    newton_step = twins["constrained_newton_step"]
+    step_bounds = twins["_step_bounds"]
+    NT = K * (K + 1) // 2
+    STATS = K + NT  # local array shapes must be compile-time constants
+    KK = (K, K)
+    IW = (2, K)
+    WK = (K + 3, K)
+    f64 = numba.float64
+
+    @cuda.jit(device=True, inline=True)
+    def frequency(Q, i, p):
+        f = 0.0
+        for k in range(K):
+            f += Q[i, k] * p[k]
+        return f
+
+    @cuda.jit(device=True, inline=True)
+    def row_range(total, size):
+        lo = cuda.blockIdx.y * size
+        return lo, min(lo + size, total)
+
+    @cuda.jit
+    def snp_em(G, Q, P, cols, rows, A, B, ll_snp, want_ll):
+        """EM sums of the SNPs ``cols`` over one chunk of ``rows`` individuals.
+
+        ``A[j, k] += sum_i q_ik g_ij / f_ij``, ``B[j, k] += sum_i q_ik (2 - g_ij) /
+        (1 - f_ij)`` and, when ``want_ll``, ``ll_snp[j] +=`` the chunk's
+        log-likelihood of SNP j.
+        """
+        c = cuda.grid(1)
+        if c >= cols.shape[0]:
+            return
+        j = cols[c]
+        i0, i1 = row_range(Q.shape[0], rows)
+        p = cuda.local.array(K, f64)
+        a_acc = cuda.local.array(K, f64)
+        b_acc = cuda.local.array(K, f64)
+        for k in range(K):
+            p[k] = P[j, k]
+            a_acc[k] = 0.0
+            b_acc[k] = 0.0
+        prod = 1.0
+        ll = 0.0
+        since = 0
+        for i in range(i0, i1):
+            g = G[i, j]
+            if g < 0:
+                continue
+            gf = f64(g)
+            f = frequency(Q, i, p)
+            r = 1.0 / (f * (1.0 - f))
+            a = gf * (1.0 - f) * r
+            b = (2.0 - gf) * f * r
+            for k in range(K):
+                a_acc[k] += Q[i, k] * a
+                b_acc[k] += Q[i, k] * b
+            if want_ll:
+                prod *= _genotype_factor(gf, f)
+                since += 1
+                if since == _LOG_EVERY:
+                    ll += math.log(prod)
+                    prod = 1.0
+                    since = 0
+        for k in range(K):
+            cuda.atomic.add(A, (j, k), a_acc[k])
+            cuda.atomic.add(B, (j, k), b_acc[k])
+        if want_ll:
+            cuda.atomic.add(ll_snp, j, ll + math.log(prod))
+
+    @cuda.jit
+    def ind_em(GT, Q, P, cols, span, Q_acc, n_obs):
+        """EM sums of every individual over one chunk of ``span`` entries of ``cols``.
+
+        ``Q_acc[i, k] += sum_j p_jk g_ij / f_ij + (1 - p_jk) (2 - g_ij) / (1 - f_ij)``
+        and ``n_obs[i] +=`` the observed genotypes.
+        """
+        i = cuda.grid(1)
+        if i >= Q.shape[0]:
+            return
+        c0, c1 = row_range(cols.shape[0], span)
+        q = cuda.local.array(K, f64)
+        acc = cuda.local.array(K, f64)
+        for k in range(K):
+            q[k] = Q[i, k]
+            acc[k] = 0.0
+        count = 0
+        for c in range(c0, c1):
+            j = cols[c]
+            g = GT[j, i]
+            if g < 0:
+                continue
+            gf = f64(g)
+            f = frequency(P, j, q)
+            r = 1.0 / (f * (1.0 - f))
+            a = gf * (1.0 - f) * r
+            b = (2.0 - gf) * f * r
+            for k in range(K):
+                acc[k] += P[j, k] * (a - b) + b
+            count += 1
+        for k in range(K):
+            cuda.atomic.add(Q_acc, (i, k), acc[k])
+        cuda.atomic.add(n_obs, i, f64(count))
+
+    @cuda.jit
+    def p_em(P, A, B, cols, P_out):
+        """The EM update of the frequencies of the SNPs ``cols`` into ``P_out``."""
+        c = cuda.grid(1)
+        if c >= cols.shape[0]:
+            return
+        j = cols[c]
+        for k in range(K):
+            P_out[j, k] = _em_frequency(P[j, k], A[j, k], B[j, k])
+
+    @cuda.jit
+    def snp_loglik(G, Q, P, rows, ll_snp):
+        """``ll_snp[j] +=`` the log-likelihood of SNP j over one chunk of individuals."""
+        j = cuda.grid(1)
+        if j >= P.shape[0]:
+            return
+        i0, i1 = row_range(Q.shape[0], rows)
+        p = cuda.local.array(K, f64)
+        for k in range(K):
+            p[k] = P[j, k]
+        prod = 1.0
+        ll = 0.0
+        since = 0
+        for i in range(i0, i1):
+            g = G[i, j]
+            if g < 0:
+                continue
+            prod *= _genotype_factor(f64(g), frequency(Q, i, p))
+            since += 1
+            if since == _LOG_EVERY:
+                ll += math.log(prod)
+                prod = 1.0
+                since = 0
+        cuda.atomic.add(ll_snp, j, ll + math.log(prod))
+
+    @cuda.jit
+    def p_stats(G, Q, P, tri_r, tri_c, rows, gP, HP, A, ll_snp):
+        """Block relaxation's statistics of every SNP over one chunk of individuals.
+
+        ``gP`` (n, K): gradient of the SNP's log-likelihood in its frequencies;
+        ``HP`` (n, K(K+1)/2): minus its Hessian's upper triangle; ``A`` (n, K): the
+        EM numerator ``sum_i q_ik g_ij / f_ij``; ``ll_snp`` (n,): log-likelihood.
+        """
+        j = cuda.grid(1)
+        if j >= P.shape[0]:
+            return
+        i0, i1 = row_range(Q.shape[0], rows)
+        p = cuda.local.array(K, f64)
+        g_acc = cuda.local.array(K, f64)
+        a_acc = cuda.local.array(K, f64)
+        h_acc = cuda.local.array(NT, f64)
+        for k in range(K):
+            p[k] = P[j, k]
+            g_acc[k] = 0.0
+            a_acc[k] = 0.0
+        for s in range(NT):
+            h_acc[s] = 0.0
+        prod = 1.0
+        ll = 0.0
+        since = 0
+        for i in range(i0, i1):
+            g = G[i, j]
+            if g < 0:
+                continue
+            gf = f64(g)
+            f = frequency(Q, i, p)
+            a = gf / f
+            b = (2.0 - gf) / (1.0 - f)
+            w1 = a - b
+            w2 = a / f + b / (1.0 - f)
+            for k in range(K):
+                g_acc[k] += Q[i, k] * w1
+                a_acc[k] += Q[i, k] * a
+            for s in range(NT):
+                h_acc[s] += Q[i, tri_r[s]] * Q[i, tri_c[s]] * w2
+            prod *= _genotype_factor(gf, f)
+            since += 1
+            if since == _LOG_EVERY:
+                ll += math.log(prod)
+                prod = 1.0
+                since = 0
+        for k in range(K):
+            cuda.atomic.add(gP, (j, k), g_acc[k])
+            cuda.atomic.add(A, (j, k), a_acc[k])
+        for s in range(NT):
+            cuda.atomic.add(HP, (j, s), h_acc[s])
+        cuda.atomic.add(ll_snp, j, ll + math.log(prod))
+
+    @cuda.jit
+    def p_newton(P, gP, HP, tri_r, tri_c, P_out):
+        """Box-constrained Newton step of every SNP's frequencies into ``P_out``."""
+        j = cuda.grid(1)
+        if j >= P.shape[0]:
+            return
+        x = cuda.local.array(K, f64)
+        gv = cuda.local.array(K, f64)
+        d = cuda.local.array(K, f64)
+        out = cuda.local.array(K, f64)
+        lo = cuda.local.array(K, f64)
+        hi = cuda.local.array(K, f64)
+        C = cuda.local.array(KK, f64)
+        iwork = cuda.local.array(IW, numba.int64)
+        work = cuda.local.array(WK, f64)
+        for k in range(K):
+            x[k] = P[j, k]
+            gv[k] = gP[j, k]
+        for s in range(NT):
+            C[tri_r[s], tri_c[s]] = HP[j, s]
+            C[tri_c[s], tri_r[s]] = HP[j, s]
+        step_bounds(x, P_MIN, P_MAX, lo, hi)
+        newton_step(x, gv, C, lo, hi, False, iwork, d, work, out)
+        for k in range(K):
+            P_out[j, k] = out[k]
+
+    @cuda.jit
+    def p_fallback(P, gP, A, ll_old, ll_new, P_out, n_bad):
+        """Give every SNP whose Newton step lowered its log-likelihood its EM update.
+
+        The EM denominator is ``B = A - gradient``; ``n_bad[0]`` counts the SNPs.
+        """
+        j = cuda.grid(1)
+        if j >= P.shape[0] or ll_new[j] >= ll_old[j]:
+            return
+        cuda.atomic.add(n_bad, 0, 1)
+        for k in range(K):
+            P_out[j, k] = _em_frequency(P[j, k], A[j, k], A[j, k] - gP[j, k])
+
+    @cuda.jit
+    def q_stats(GT, Q, P, tri_r, tri_c, span, stats):
+        """Every individual's gradient and minus-Hessian triangle over a chunk of SNPs.
+
+        ``stats`` (m, K + K(K+1)/2), as :func:`admixspec.ml.newton._q_statistics`.
+        """
+        i = cuda.grid(1)
+        if i >= Q.shape[0]:
+            return
+        c0, c1 = row_range(P.shape[0], span)
+        q = cuda.local.array(K, f64)
+        acc = cuda.local.array(STATS, f64)
+        for k in range(K):
+            q[k] = Q[i, k]
+        for s in range(STATS):
+            acc[s] = 0.0
+        for j in range(c0, c1):
+            g = GT[j, i]
+            if g < 0:
+                continue
+            gf = f64(g)
+            f = frequency(P, j, q)
+            a = gf / f
+            b = (2.0 - gf) / (1.0 - f)
+            w1 = a - b
+            w2 = a / f + b / (1.0 - f)
+            for k in range(K):
+                acc[k] += P[j, k] * w1
+            for s in range(NT):
+                acc[K + s] += P[j, tri_r[s]] * P[j, tri_c[s]] * w2
+        for s in range(STATS):
+            cuda.atomic.add(stats, (i, s), acc[s])
+
+    return types.SimpleNamespace(
+        snp_em=snp_em, ind_em=ind_em, p_em=p_em, snp_loglik=snp_loglik,
+        p_stats=p_stats, p_newton=p_newton, p_fallback=p_fallback, q_stats=q_stats,
+    )

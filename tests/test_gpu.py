@@ -1,0 +1,158 @@
+"""The GPU engine's arithmetic, checked on the CPU under numba's CUDA simulator.
+
+The simulator must be switched on before numba.cuda is first imported, so the
+GPU side runs in a subprocess (``NUMBA_ENABLE_CUDASIM=1``) that computes every
+comparison once and returns the numbers as JSON; the tests below assert on
+them. The data are tiny (the simulator runs each CUDA thread as a Python
+thread) and the engine's chunks are made short, so that the chunked sums
+(several chunks of individuals per SNP, of SNPs per individual) are covered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from admixspec.exceptions import UsageError
+from admixspec.gpu import cuda_status, resolve_device
+
+_SCRIPT = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    from admixspec import simulate_balding_nichols
+    from admixspec.gpu import resolve_device
+    from admixspec.gpu.engine import CudaEngine
+    from admixspec.gpu.kernels import kernels
+    from admixspec.ml.likelihood import Engine, check_params
+    from admixspec.ml.newton import BlockNewton, _em_where_worse
+    from admixspec.ml.refine import fit_ml
+
+    def gap(a, b):
+        return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y))))
+                   for x, y in zip(a, b))
+
+    def rel(a, b):
+        return abs(a - b) / abs(a)
+
+    out = {"auto": resolve_device("auto"), "cuda": resolve_device("cuda")}
+    sim = simulate_balding_nichols(13, 70, 3, seed=0)
+    G = sim.genotypes.dosage.copy()
+    G[np.random.default_rng(1).random(G.shape) < 0.1] = -1
+    Q, P = check_params(sim.Q, sim.P, *G.shape)
+    cpu = Engine(G, 3)
+    gpu = CudaEngine(G, 3, rows_per_thread=5, cols_per_thread=16)
+    out["loglik"] = rel(cpu.loglik(Q, P), gpu.loglik(Q, P))
+    a, b = cpu.em(Q, P), gpu.em(Q, P)
+    out["em"] = [gap(a[:2], b[:2]), rel(a[2], b[2])]
+    blocks = np.array([1])
+    a, b = cpu.em(Q, P, blocks=blocks), gpu.em(Q, P, blocks=blocks)
+    out["em_blocks"] = [gap(a[:2], b[:2]), rel(a[2], b[2])]
+    fixed = (np.array([0, 4]), Q[[0, 4]] * 0 + 1.0 / 3)
+    a = cpu.em(Q, P, update_p=False, Q_fixed_rows=fixed)
+    b = gpu.em(Q, P, update_p=False, Q_fixed_rows=fixed)
+    out["em_fixed"] = [gap(a[:2], b[:2]), rel(a[2], b[2])]
+    for update_p in (True, False):
+        a = BlockNewton(cpu, frozen_rows=[2]).step(Q, P, update_p=update_p)
+        b = gpu.newton_map(gpu, frozen_rows=[2]).step(Q, P, update_p=update_p)
+        out[f"newton_{update_p}"] = [gap(a[:2], b[:2]), rel(a[2], b[2])]
+
+    # the P rows whose Newton step lowered their log-likelihood take EM's update
+    from numba import cuda
+    n, K = P.shape
+    rng = np.random.default_rng(2)
+    gP, A = rng.normal(size=(n, K)), rng.uniform(1, 5, size=(n, K))
+    ll_old, ll_new = rng.normal(size=n), rng.normal(size=n)
+    PN = rng.uniform(0.1, 0.9, size=(n, K))
+    d_PN, bad = cuda.to_device(PN), cuda.to_device(np.zeros(1, np.int64))
+    kernels(K).p_fallback[1, 128](cuda.to_device(P), cuda.to_device(gP),
+                                  cuda.to_device(A), cuda.to_device(ll_old),
+                                  cuda.to_device(ll_new), d_PN, bad)
+    want = PN.T.copy()
+    n_want = _em_where_worse(np.ascontiguousarray(P.T), np.ascontiguousarray(gP.T),
+                             np.ascontiguousarray(A.T), n, ll_old, ll_new, want)
+    out["fallback"] = [gap([d_PN.copy_to_host()], [want.T]),
+                       int(bad.copy_to_host()[0]), int(n_want)]
+
+    sim = simulate_balding_nichols(16, 90, 2, fst=0.2, seed=3)
+    for accel, batches in (("newton", None), ("squarem", 2)):
+        fits = [fit_ml(sim.genotypes.dosage, 2, seed=0, device=device, accel=accel,
+                       batches=batches, max_iter=40) for device in ("cpu", "cuda")]
+        out[f"fit_{accel}"] = [rel(fits[0].loglik, fits[1].loglik),
+                               gap([fits[0].Q], [fits[1].Q]),
+                               fits[0].n_iter, fits[1].n_iter, fits[0].converged]
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    """The subprocess's comparisons of the simulated GPU engine with the CPU engine."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBA_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_simulator__counts_for_cuda_but_not_for_auto(simulated):
+    assert simulated["cuda"] == "cuda"
+    assert simulated["auto"] == "cpu"
+
+
+def test_loglik__equals_cpu_engine(simulated):
+    assert simulated["loglik"] < 1e-10
+
+
+@pytest.mark.parametrize("case", ["em", "em_blocks", "em_fixed"])
+def test_em_pass__equals_cpu_engine(simulated, case):
+    max_gap, ll_gap = simulated[case]
+    assert max_gap < 1e-10
+    assert ll_gap < 1e-10 or np.isnan(ll_gap)
+
+
+@pytest.mark.parametrize("update_p", [True, False])
+def test_block_relaxation_map__equals_cpu_engine(simulated, update_p):
+    max_gap, ll_gap = simulated[f"newton_{update_p}"]
+    assert max_gap < 1e-10
+    assert ll_gap < 1e-10
+
+
+def test_newton_fallback__takes_em_update_where_step_lowered_loglik(simulated):
+    max_gap, n_bad, n_want = simulated["fallback"]
+    assert n_bad == n_want > 0
+    assert max_gap < 1e-12
+
+
+@pytest.mark.parametrize("accel", ["newton", "squarem"])
+def test_short_fit__agrees_with_cpu_fit(simulated, accel):
+    ll_gap, q_gap, n_cpu, n_gpu, converged = simulated[f"fit_{accel}"]
+    assert converged
+    assert ll_gap < 1e-6
+    assert q_gap < 1e-6
+    assert n_cpu == n_gpu
+
+
+def test_resolve_device__auto_follows_gpu_presence():
+    assert resolve_device("cpu") == "cpu"
+    expected = "cuda" if cuda_status()[0] == "gpu" else "cpu"
+    assert resolve_device("auto") == expected
+
+
+def test_resolve_device__cuda_without_gpu_is_usage_error():
+    if cuda_status()[0] is not None:
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(UsageError, match="no usable CUDA GPU"):
+        resolve_device("cuda")
+
+
+def test_resolve_device__unknown_name_is_usage_error():
+    with pytest.raises(UsageError, match="device must be one of"):
+        resolve_device("tpu")
