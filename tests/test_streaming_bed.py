@@ -1,0 +1,71 @@
+"""The .bed chunk source: the reader's dosages bit for bit, one chunk in memory."""
+
+import numpy as np
+import pytest
+
+from admixspec import simulate_balding_nichols
+from admixspec.genotypes import snp_statistics
+from admixspec.io import read_genotypes, write_plink
+from admixspec.io.bed_chunks import BedChunks, chunk_snps_for
+from admixspec.io.plink import read_plink
+from admixspec.ml.likelihood import Engine, check_params
+from admixspec.ml.newton import BlockNewton
+
+
+@pytest.fixture(scope="module")
+def fileset(tmp_path_factory):
+    # 203 individuals: the last byte of each SNP row is partly padding
+    sim = simulate_balding_nichols(203, 700, 3, fst=0.1, missing_rate=0.03, seed=7)
+    prefix = tmp_path_factory.mktemp("bed") / "toy"
+    write_plink(prefix, sim.genotypes)
+    return str(prefix) + ".bed", sim
+
+
+def test_chunks_equal_the_reader(fileset):
+    path, _ = fileset
+    G = read_plink(path).dosage
+    source = BedChunks(path, *G.shape, chunk_snps=128)
+    assert len(source.bounds) == 6
+    np.testing.assert_array_equal(source.read(), G)
+    called, sums, missing = source.statistics()
+    for ours, theirs in zip((called, sums, missing), snp_statistics(G)):
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(source.n_observed, (G >= 0).sum(axis=1))
+
+
+def test_kept_rows_and_scattered_columns(fileset):
+    path, sim = fileset
+    G = read_plink(path).dosage
+    rng = np.random.default_rng(1)
+    rows = np.sort(rng.choice(203, 77, replace=False))
+    columns = np.sort(rng.choice(700, 300, replace=False))
+    # a chunk of 64 kept SNPs spans more file rows than the byte buffer holds
+    source = BedChunks(path, *G.shape, rows=rows, columns=columns, chunk_snps=64)
+    np.testing.assert_array_equal(source.read(), G[np.ix_(rows, columns)])
+    keep = [str(s) for s in sim.genotypes.samples[rows]]
+    np.testing.assert_array_equal(
+        BedChunks(path, *G.shape, rows=rows).read(), read_genotypes(
+            path, keep=keep, drop_monomorphic=False).dosage)
+    inner = source.subset(rows=np.arange(0, 77, 2), columns=np.arange(10, 200))
+    np.testing.assert_array_equal(inner.read(), G[np.ix_(rows[::2], columns[10:200])])
+
+
+def test_streamed_passes_equal_in_memory(fileset):
+    path, sim = fileset
+    G = read_plink(path).dosage
+    Q, P = check_params(sim.Q, sim.P, *G.shape)
+    whole, streamed = Engine(G, 3), Engine(BedChunks(path, *G.shape, chunk_snps=192), 3)
+    assert streamed.loglik(Q, P) == pytest.approx(whole.loglik(Q, P), rel=1e-13)
+    Q1, P1, _ = whole.em(Q, P)
+    Q2, P2, _ = streamed.em(Q, P)
+    np.testing.assert_allclose(Q2, Q1, rtol=1e-12)
+    np.testing.assert_array_equal(P2, P1)
+    _, P3, ll3 = BlockNewton(whole).step(Q, P)
+    _, P4, ll4 = BlockNewton(streamed).step(Q, P)
+    np.testing.assert_array_equal(P4, P3)
+    assert ll4 == pytest.approx(ll3, rel=1e-13)
+
+
+def test_chunk_size_from_a_budget():
+    assert chunk_snps_for(20_000, 100e6) == 4992
+    assert chunk_snps_for(10**7, 1e6) == 64
