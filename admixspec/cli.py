@@ -379,6 +379,15 @@ def _default_prefix(path: str) -> str:
     return name
 
 
+def _add_device_argument(group) -> None:
+    group.add_argument(
+        "--device", choices=("auto", "cpu", "cuda"), default="auto",
+        help="where the maximum-likelihood passes run: 'auto' (a usable CUDA GPU, else "
+        "the CPU; the log says which), 'cpu', or 'cuda' (an error without a GPU); "
+        "a GPU needs admixspec[gpu]",
+    )
+
+
 def _add_run_parser(subparsers) -> None:
     parser = _add_subcommand(
         subparsers,
@@ -405,6 +414,7 @@ def _add_run_parser(subparsers) -> None:
                        help="random seed (ADMIXTURE's default is 43)")
     group.add_argument("-j", "--threads", type=_positive_int, default=None,
                        help="threads for the likelihood kernels and BLAS (default: all cores)")
+    _add_device_argument(group)
     method = parser.add_argument_group("estimator")
     method.add_argument(
         "--init", choices=("spectral", "svd", "random"), default="spectral",
@@ -500,6 +510,7 @@ def run_run(args: argparse.Namespace) -> int:
     from .io import output_path
     from .io.admixture import format_json, format_matrix, write_all_or_none
     from .provenance import run_header, run_record
+    from .gpu import default_device
     from .reference import fit_with_reference, reference_individuals
     from .spectral.estimate import k_hint
 
@@ -528,12 +539,12 @@ def run_run(args: argparse.Namespace) -> int:
     for K in Ks:
         start = time.perf_counter()
         logger.info("K=%d: fitting", K)
-        result = fit_with_reference(
-            genotypes, K, reference_size=reference_size, init=args.init, seed=args.seed,
-            refine=args.refine,
-            tol=args.tol, max_iter=args.max_iter, cv=args.cv, bootstrap=args.bootstrap,
-            threads=args.threads, **given,
-        )
+        with default_device(args.device):
+            result = fit_with_reference(
+                genotypes, K, reference_size=reference_size, init=args.init,
+                seed=args.seed, refine=args.refine, tol=args.tol, max_iter=args.max_iter,
+                cv=args.cv, bootstrap=args.bootstrap, threads=args.threads, **given,
+            )
         lines = run_header(genotypes, **provenance) + result.log_lines
         files = {
             output_path(prefix, K, "Q"): format_matrix(result.Q, "Q"),

@@ -57,6 +57,7 @@ from .ml.likelihood import (
     thread_limit,
 )
 from .ml.project import fit_supervised, project
+from .gpu.device import default_device
 from .ml.refine import fit_ml, format_iteration
 from .result import FitResult
 from .selection import choose_estimator
@@ -468,6 +469,7 @@ def fit_admixture(
     n_starts: int | None = None,
     threads: int | None = None,
     callback=None,
+    device: str | None = None,
 ) -> AdmixtureResult:
     """Estimate ancestry proportions Q and ancestral frequencies P.
 
@@ -525,6 +527,11 @@ def fit_admixture(
     callback : callable, optional
         Receives each EM iteration's record (see
         :class:`admixspec.ml.refine.IterationInfo`).
+    device : {"auto", "cpu", "cuda"}, optional
+        Where the maximum-likelihood fits (refinement, plain ML, CV,
+        bootstrap) run their likelihood passes (see
+        :func:`admixspec.gpu.default_device`); projection, supervised fits and
+        the spectral stage stay on the CPU. Default: ``"auto"``.
 
     Returns
     -------
@@ -555,21 +562,23 @@ def fit_admixture(
     start = time.perf_counter()
     log = _FitLog(callback)
     common = {"tol": tol, "max_iter": max_iter, "threads": threads, "log": log}
-    if method == "projection":
-        result = _fit_projection(G, K, P, **common)
-    elif method == "supervised":
-        result = _fit_supervised(G, K, labels, seed=seed, **common)
-    elif method == "ml":
-        result = _fit_plain_ml(G, K, init, seed=seed, **common)
-    else:
-        result = _fit_spectral_path(G, K, refine=refine, seed=seed, windows=windows,
-                                    n_starts=n_starts, **common)
-    logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path, result.loglik)
-    log.add(f"Loglikelihood: {result.loglik:.6f}")
-    if cv:
-        _add_cv(result, G, cv, seed=seed, threads=threads, log=log)
-    if bootstrap:
-        _add_bootstrap(result, G, bootstrap, seed=seed, threads=threads, log=log)
+    with default_device(device):  # every fit_ml below, CV and bootstrap included
+        if method == "projection":
+            result = _fit_projection(G, K, P, **common)
+        elif method == "supervised":
+            result = _fit_supervised(G, K, labels, seed=seed, **common)
+        elif method == "ml":
+            result = _fit_plain_ml(G, K, init, seed=seed, **common)
+        else:
+            result = _fit_spectral_path(G, K, refine=refine, seed=seed, windows=windows,
+                                        n_starts=n_starts, **common)
+        logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path,
+                    result.loglik)
+        log.add(f"Loglikelihood: {result.loglik:.6f}")
+        if cv:
+            _add_cv(result, G, cv, seed=seed, threads=threads, log=log)
+        if bootstrap:
+            _add_bootstrap(result, G, bootstrap, seed=seed, threads=threads, log=log)
     result.history, result.log_lines = log.history, log.lines
     result.timings["total"] = time.perf_counter() - start
     return result

@@ -156,3 +156,32 @@ def test_resolve_device__cuda_without_gpu_is_usage_error():
 def test_resolve_device__unknown_name_is_usage_error():
     with pytest.raises(UsageError, match="device must be one of"):
         resolve_device("tpu")
+
+
+def test_default_device__reaches_engines_made_without_a_device():
+    from admixspec.gpu import default_device, make_engine
+    from admixspec.ml.likelihood import Engine
+
+    G = np.zeros((3, 5), dtype=np.int8)
+    with default_device("cpu"):
+        assert type(make_engine(G, 2)) is Engine
+    if cuda_status()[0] is None:
+        with pytest.raises(UsageError), default_device("cuda"):
+            pass
+
+
+def test_cli_device_cuda_without_gpu__one_line_error(tmp_path, capsys):
+    if cuda_status()[0] is not None:
+        pytest.skip("a CUDA device is present")
+    from pathlib import Path
+
+    from admixspec.cli import main
+
+    bed = Path(__file__).resolve().parents[1] / "data" / "example.bed"
+    code = main(["run", str(bed), "-K", "2", "--device", "cuda", "--out",
+                 str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0
+    assert err[-1].startswith("admixspec: error: device='cuda' but no usable CUDA GPU")
+    assert "Traceback" not in "\n".join(err)
+    assert not list(tmp_path.iterdir())

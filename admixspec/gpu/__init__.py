@@ -6,6 +6,6 @@ engine in :mod:`admixspec.gpu.engine` (imported on first use, since
 importing numba.cuda costs time and a driver look-up).
 """
 
-from .device import DEVICES, cuda_status, make_engine, resolve_device
+from .device import DEVICES, cuda_status, default_device, make_engine, resolve_device
 
-__all__ = ["DEVICES", "cuda_status", "make_engine", "resolve_device"]
+__all__ = ["DEVICES", "cuda_status", "default_device", "make_engine", "resolve_device"]

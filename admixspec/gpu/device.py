@@ -10,17 +10,22 @@ CPU engine.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 
 from ..exceptions import MissingDependencyError, UsageError
 
-__all__ = ["DEVICES", "cuda_status", "make_engine", "resolve_device"]
+__all__ = ["DEVICES", "cuda_status", "default_device", "make_engine", "resolve_device"]
 
 logger = logging.getLogger("admixspec")
 
 #: The accepted values of ``device``.
 DEVICES = ("auto", "cpu", "cuda")
+
+# The device of engines made without naming one (set by default_device).
+_DEFAULT = contextvars.ContextVar("admixspec_device", default="auto")
 
 
 def _simulated() -> bool:
@@ -92,7 +97,33 @@ def resolve_device(device: str = "auto") -> str:
     return "cuda"
 
 
-def make_engine(G, K: int, device: str = "auto"):
+@contextlib.contextmanager
+def default_device(device: str | None):
+    """Within the block, engines made without naming a device run on ``device``.
+
+    The device is resolved on entry, so ``"cuda"`` without a GPU fails before
+    any work; None keeps the current default. This is how
+    :func:`admixspec.fit_admixture` and ``--device`` reach every
+    :func:`admixspec.ml.refine.fit_ml` inside a fit (refinement,
+    cross-validation, bootstrap) without each caller passing it on.
+
+    Parameters
+    ----------
+    device : {"auto", "cpu", "cuda"} or None
+
+    Examples
+    --------
+    >>> with default_device("cpu"):
+    ...     pass
+    """
+    token = _DEFAULT.set(_DEFAULT.get() if device is None else resolve_device(device))
+    try:
+        yield
+    finally:
+        _DEFAULT.reset(token)
+
+
+def make_engine(G, K: int, device: str | None = None):
     """The likelihood engine for ``G`` on the device ``device`` resolves to.
 
     Parameters
@@ -102,7 +133,8 @@ def make_engine(G, K: int, device: str = "auto"):
         :class:`admixspec.ml.likelihood.Engine` accepts).
     K : int
         Number of components.
-    device : {"auto", "cpu", "cuda"}
+    device : {"auto", "cpu", "cuda"}, optional
+        Default: the one :func:`default_device` set, else ``"auto"``.
 
     Returns
     -------
@@ -111,7 +143,7 @@ def make_engine(G, K: int, device: str = "auto"):
     """
     from ..ml.likelihood import Engine
 
-    if resolve_device(device) == "cpu":
+    if resolve_device(_DEFAULT.get() if device is None else device) == "cpu":
         logger.info("likelihood engine: CPU")
         return Engine(G, K)
     from .engine import CudaEngine

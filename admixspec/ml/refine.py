@@ -474,7 +474,7 @@ def fit_ml(
     threads: int | None = None,
     batches: int | None = None,
     accel: str = "newton",
-    device: str = "auto",
+    device: str | None = None,
 ) -> MLResult:
     """Maximum-likelihood (Q, P) of ADMIXTURE's model (block relaxation + SQUAREM).
 
@@ -514,10 +514,10 @@ def fit_ml(
         The optimiser: ADMIXTURE's block relaxation (Newton steps for P and
         Q) accelerated by SQUAREM (default), or the EM accelerated by
         SQUAREM after a mini-batch warm-up (see the module notes).
-    device : {"auto", "cpu", "cuda"}
+    device : {"auto", "cpu", "cuda"}, optional
         Where the likelihood passes run: a usable CUDA GPU when there is one
-        (``"auto"``), the CPU, or a CUDA GPU or an error (see
-        :mod:`admixspec.gpu`); the log says which.
+        (``"auto"``, the default unless :func:`admixspec.gpu.default_device`
+        set another), the CPU, or a CUDA GPU or an error; the log says which.
 
     Returns
     -------
