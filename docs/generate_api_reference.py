@@ -33,6 +33,7 @@ PACKAGES = {
     "the seed paper's binary latent model",
     "admixspec.ml": "the maximum-likelihood engine: likelihood kernels, starts, EM, "
     "cross-validation, bootstrap, projection",
+    "admixspec.gpu": "the likelihood engine on a CUDA GPU, and the choice of device",
 }
 
 
