@@ -415,6 +415,7 @@ def _add_run_parser(subparsers) -> None:
     group.add_argument("-j", "--threads", type=_positive_int, default=None,
                        help="threads for the likelihood kernels and BLAS (default: all cores)")
     _add_device_argument(group)
+    _add_memory_argument(group)
     method = parser.add_argument_group("estimator")
     method.add_argument(
         "--init", choices=("spectral", "svd", "random"), default="spectral",
@@ -505,7 +506,86 @@ def _reference_size(args: argparse.Namespace, n_individuals: int) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    """Per K, one :func:`admixspec.fit_admixture` call, then its files."""
+    """Per K, one :func:`admixspec.fit_admixture` call, then its files.
+
+    With ``--scheduler``, on that Dask cluster (:func:`admixspec.distributed.scheduler`).
+    """
+    from .distributed import scheduler
+
+    with scheduler(args.scheduler, threads=args.threads):
+        return _fit_and_write(args)
+
+
+def _add_memory_argument(group) -> None:
+    """``--memory`` (streaming) and ``--scheduler`` (Dask): where the data and work live."""
+    group.add_argument(
+        "--scheduler", metavar="ADDRESS", default=None,
+        help="run the likelihood passes on a Dask cluster: a scheduler address "
+        "(tcp://host:port) or scheduler file, or 'local:N' for N local worker processes "
+        "(--threads threads each, default 1); needs admixspec[distributed]",
+    )
+    group.add_argument(
+        "--memory", type=_positive_int, default=None, metavar="MB",
+        help="workspace budget in MiB (PLINK's --memory): a PLINK .bed whose int8 "
+        "genotypes take more than half of it is streamed from disk chunk by chunk "
+        "(reference fit on the SNPs that fit, then streamed passes; no --cv, "
+        "--bootstrap, --project, --supervised or --indep-pairwise)",
+    )
+
+
+def _read_for_run(args: argparse.Namespace):
+    """``run``'s genotypes: in memory, or left on disk when ``--memory`` says they do not fit."""
+    from .filters import check_usable
+    from .genotypes import filter_lines
+    from .io.bed_chunks import fileset_shape, open_streamed
+    from .io.reader import detect_format, read_keep
+
+    if args.memory is None or detect_format(args.input) != "plink":
+        return read_genotypes_from_args(args)
+    budget = args.memory * 2.0**20
+    n_individuals, n_snps = fileset_shape(args.input)
+    samples = None if args.keep is None else read_keep(args.keep)
+    n_individuals = n_individuals if samples is None else len(samples)
+    if n_individuals * n_snps <= budget / 2:
+        return read_genotypes_from_args(args)
+    in_memory_only = {"--indep-pairwise": args.indep_pairwise, "--cv": args.cv,
+                      "--bootstrap": args.bootstrap, "--project": args.project,
+                      "--supervised": args.supervised}
+    wanted = [flag for flag, value in in_memory_only.items() if value is not None]
+    if wanted:
+        raise UsageError(f"{', '.join(wanted)} need(s) the genotypes in memory, but "
+                         f"{n_individuals} x {n_snps} exceed half of --memory "
+                         f"{args.memory} MiB; raise --memory")
+    start = time.perf_counter()
+    genotypes = open_streamed(args.input, memory_bytes=budget, samples=samples,
+                              region=args.region, maf=args.maf, geno=args.geno,
+                              mind=args.mind)
+    check_usable(genotypes)
+    for line in filter_lines(genotypes):
+        logger.info("%s", line)
+    chunks = genotypes.chunks
+    logger.info(
+        "streaming %d individuals x %d SNPs (%.0f MiB of int8 genotypes, more than half "
+        "of --memory %d MiB) from %s in %d chunks of up to %d SNPs; filtered in %.1f s",
+        genotypes.n_individuals, genotypes.n_snps,
+        genotypes.n_individuals * genotypes.n_snps / 2**20, args.memory, args.input,
+        len(chunks.bounds), chunks.chunk_snps, time.perf_counter() - start)
+    return genotypes
+
+
+def _reference_dosage(genotypes, reference, reference_size, seed):
+    """The reference's int8 genotypes (in memory; for streamed input, its SNP sample)."""
+    if hasattr(genotypes, "chunks"):
+        from .reference import reference_sample
+
+        return reference_sample(genotypes, reference_size, seed=seed)[2]
+    if len(reference) == genotypes.n_individuals:
+        return genotypes.dosage
+    return genotypes.dosage[reference]
+
+
+def _fit_and_write(args: argparse.Namespace) -> int:
+    """The fits of ``run`` and their output files."""
     from .filters import check_K
     from .io import output_path
     from .io.admixture import format_json, format_matrix, write_all_or_none
@@ -515,7 +595,7 @@ def run_run(args: argparse.Namespace) -> int:
     from .spectral.estimate import k_hint
 
     Ks = sorted(set(_flat(args.K)))
-    genotypes = read_genotypes_from_args(args)
+    genotypes = _read_for_run(args)
     for K in Ks:
         check_K(K, genotypes.n_individuals)
     prefix = args.out or _default_prefix(args.input)
@@ -525,8 +605,8 @@ def run_run(args: argparse.Namespace) -> int:
     reference = reference_individuals(genotypes.n_individuals, reference_size,
                                       seed=args.seed)
     # the hint's moments are individuals x individuals: the reference's only
-    hint = k_hint(genotypes.dosage if len(reference) == genotypes.n_individuals
-                  else genotypes.dosage[reference], seed=args.seed)
+    hint = k_hint(_reference_dosage(genotypes, reference, reference_size, args.seed),
+                  seed=args.seed)
     logger.info("Spectral K hint: %s", hint.describe())
     given = {
         "P": _projection_p(args, genotypes) if args.project else None,

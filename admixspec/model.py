@@ -45,6 +45,7 @@ from .exceptions import UsageError
 from .filters import check_K
 from .genotypes import allele_counts, minor_allele_counts
 from .ml.bootstrap import BootstrapResult
+from .ml.chunks import least_squares_p
 from .ml.bootstrap import bootstrap as bootstrap_q
 from .ml.crossval import CVResult, cross_validate, format_cv
 from .ml.initial import p_given_q
@@ -167,7 +168,7 @@ def _p_given_q(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None):
     """
     with thread_limit(threads):
         engine = Engine(G, Q.shape[1])
-        P = np.clip(p_given_q(G, Q), P_MIN, P_MAX)
+        P = np.clip(least_squares_p(G, Q), P_MIN, P_MAX)  # G may be chunks
         previous = -np.inf
         passes = 0
         for passes in range(1, max_passes + 1):

@@ -19,15 +19,18 @@ import time
 import numpy as np
 
 from .exceptions import UsageError
-from .ml.likelihood import check_dosage, loglikelihood
+from .ml.likelihood import Engine, check_dosage, loglikelihood, thread_limit
 from .ml.project import project
-from .model import AdmixtureResult, fit_admixture
+from .ml.refine import accelerated_em
+from .model import AdmixtureResult, _p_given_q, fit_admixture
 
 __all__ = [
     "DEFAULT_REFERENCE_SIZE",
     "REFERENCE_RULE",
+    "fit_streamed",
     "fit_with_reference",
     "reference_individuals",
+    "reference_sample",
 ]
 
 logger = logging.getLogger("admixspec")
@@ -109,7 +112,9 @@ def fit_with_reference(
     Parameters
     ----------
     genotypes : Genotypes or array_like, int8, shape (n_individuals, n_snps)
-        Copies of the counted allele (0/1/2), -1 for missing.
+        Copies of the counted allele (0/1/2), -1 for missing; or
+        :class:`~admixspec.io.bed_chunks.StreamedGenotypes` (genotypes left on
+        disk), fitted by :func:`fit_streamed`.
     K : int
     reference_size : int
         Individuals in the reference (at least 2); with ``reference_size >=
@@ -147,6 +152,9 @@ def fit_with_reference(
     """
     if isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1:
         raise UsageError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    if hasattr(genotypes, "chunks"):  # StreamedGenotypes: left on disk
+        return fit_streamed(genotypes, K, reference_size=reference_size, seed=seed,
+                            tol=tol, max_iter=max_iter, threads=threads, **fit_options)
     G = check_dosage(genotypes)
     m = G.shape[0]
     rows = reference_individuals(m, reference_size, seed=seed)
@@ -189,3 +197,145 @@ def fit_with_reference(
         fit, Q=Q, loglik=float(loglik), path=f"{fit.path}+projection",
         diagnostics=diagnostics, timings=timings, log_lines=lines,
     )
+
+
+# --------------------------------------------------------------------------- streamed
+
+
+#: Options of the in-memory pipeline that the streamed one does not offer.
+_NOT_STREAMED = ("cv", "bootstrap", "P", "labels")
+
+
+def reference_sample(genotypes, reference_size: int, *, seed=None):
+    """The reference individuals and the SNPs of their in-memory fit, read from disk.
+
+    The reference's int8 genotypes may take half of ``genotypes.memory_bytes``:
+    all kept SNPs when they fit, else a random subset (``seed``) of as many
+    as fit, in file order.
+
+    Parameters
+    ----------
+    genotypes : admixspec.io.bed_chunks.StreamedGenotypes
+    reference_size : int
+    seed : int, optional
+
+    Returns
+    -------
+    rows : numpy.ndarray, int64
+        Reference individuals (:func:`reference_individuals`).
+    snps : numpy.ndarray, int64
+        Positions of the SNPs read, increasing.
+    G : numpy.ndarray, int8, shape (len(rows), len(snps))
+    """
+    source = genotypes.chunks
+    rows = reference_individuals(source.n_individuals, reference_size, seed=seed)
+    fit_snps = int(genotypes.memory_bytes / 2 // len(rows))
+    snps = np.arange(source.n_snps, dtype=np.int64)
+    if fit_snps < source.n_snps:
+        rng = np.random.default_rng(seed)
+        snps = np.sort(rng.choice(source.n_snps, max(fit_snps, 64), replace=False))
+    return rows, snps, source.subset(rows=rows, columns=snps).read()
+
+
+def _streamed_ml(source, Q, P, *, update_p, tol, max_iter, seed, callback=None):
+    """Accelerated block relaxation over a streamed source: (Q, P, loglik, n_iter, converged)."""
+    engine = Engine(source, Q.shape[1])
+    Q, P, loglik, n_iter, converged, _ = accelerated_em(
+        engine, Q, P, tol=tol, max_iter=max_iter, update_p=update_p,
+        rng=np.random.default_rng(seed), callback=callback)
+    return Q, P, loglik, n_iter, converged
+
+
+def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_SIZE,
+                 seed=None, tol: float = 1e-4, max_iter: int = 1000,
+                 threads: int | None = None, **fit_options) -> AdmixtureResult:
+    """:func:`fit_with_reference` for genotypes left on disk (streamed chunk by chunk).
+
+    1. The reference's genotypes on the SNPs that fit half the budget
+       (:func:`reference_sample`) get the in-memory pipeline
+       (:func:`admixspec.fit_admixture`: spectral estimate, the choice of
+       refinement, maximum likelihood).
+    2. When that was a subset of the SNPs, P on every SNP follows from the
+       reference's Q by streamed EM passes, and, when step 1 refined by
+       maximum likelihood, the reference's (Q, P) are refined on every SNP by
+       streamed block relaxation.
+    3. Everyone else's Q is projected onto P (P fixed), streamed: individuals
+       are independent given P, so all of them are one projection whose
+       passes read the file once each.
+
+    Parameters
+    ----------
+    genotypes : admixspec.io.bed_chunks.StreamedGenotypes
+    K, reference_size, seed, tol, max_iter, threads
+        As in :func:`fit_with_reference`.
+    **fit_options
+        For the reference fit (``refine``, ``init``, ``windows``, ...);
+        cross-validation, bootstrap, projection and supervised fits need the
+        genotypes in memory.
+
+    Returns
+    -------
+    AdmixtureResult
+        As :func:`fit_with_reference`'s; ``diagnostics["streamed"]`` records
+        the chunks and the SNPs of the in-memory reference fit.
+    """
+    wanted = [name for name in _NOT_STREAMED if fit_options.get(name) is not None
+              and fit_options.get(name) is not False]
+    if wanted:
+        raise UsageError(f"{', '.join(wanted)}: not available when the genotypes are "
+                         "streamed from disk; raise --memory")
+    start = time.perf_counter()
+    source = genotypes.chunks
+    m, n = source.n_individuals, source.n_snps
+    rows, snps, G_ref = reference_sample(genotypes, reference_size, seed=seed)
+    logger.info("reference: %d of %d individuals (random, seed %s) on %d of %d SNPs in "
+                "memory", len(rows), m, seed, len(snps), n)
+    fit = fit_admixture(G_ref, K, seed=seed, tol=tol, max_iter=max_iter, threads=threads,
+                        **fit_options)
+    del G_ref
+    Q_ref, P, n_iter, converged = fit.Q, fit.P, fit.n_iter, fit.converged
+    with thread_limit(threads):
+        reference = source.subset(rows=rows)
+        if len(snps) < n:
+            P = _p_given_q(reference, Q_ref, threads=threads)[0]
+            if "ml" in fit.path:
+                logger.info("reference: maximum likelihood on all %d SNPs, streamed", n)
+                Q_ref, P, _, n_iter, converged = _streamed_ml(
+                    reference, Q_ref, P, update_p=True, tol=tol, max_iter=max_iter,
+                    seed=seed)
+        others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
+        Q = np.empty((m, K))
+        Q[rows] = Q_ref
+        if len(others):
+            logger.info("projecting %d individuals onto P, streamed", len(others))
+            Q[others] = _streamed_ml(source.subset(rows=others), np.full((len(others), K),
+                                     1.0 / K), P, update_p=False, tol=tol,
+                                     max_iter=max_iter, seed=seed)[0]
+        loglik = Engine(source, K).loglik(Q, P)
+    return _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,
+                            time.perf_counter() - start)
+
+
+def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, seconds):
+    """The fit's result with everyone's Q, the streamed P, and what was streamed."""
+    m, n = source.n_individuals, source.n_snps
+    path = fit.path + ("" if len(snps) == n else "+streamed") + \
+        ("+projection" if len(rows) < m else "")
+    diagnostics = dict(fit.diagnostics)
+    diagnostics["streamed"] = {
+        "chunks": len(source.bounds), "chunk_snps": int(source.chunk_snps),
+        "reference_size": len(rows), "reference_snps": len(snps),
+        "reference_loglik_subset": float(fit.loglik),
+    }
+    lines = [f"Reference l{line[1:]}" if line.startswith("Loglikelihood:") else line
+             for line in fit.log_lines]
+    lines += [
+        (f"Streamed: {m} individuals x {n} SNPs read from disk in {len(source.bounds)} "
+         f"chunks of up to {source.chunk_snps} SNPs; reference {len(rows)} individuals "
+         f"(random), fitted in memory on {len(snps)} SNPs"),
+        f"Loglikelihood: {loglik:.6f}",
+    ]
+    return dataclasses.replace(
+        fit, Q=Q, P=P, loglik=float(loglik), n_iter=n_iter, converged=converged,
+        path=path, diagnostics=diagnostics, log_lines=lines,
+        timings={**fit.timings, "total": seconds})

@@ -69,3 +69,21 @@ def test_streamed_passes_equal_in_memory(fileset):
 def test_chunk_size_from_a_budget():
     assert chunk_snps_for(20_000, 100e6) == 4992
     assert chunk_snps_for(10**7, 1e6) == 64
+
+
+def test_open_streamed_filters_as_the_reader(fileset):
+    from admixspec.io.bed_chunks import open_streamed
+
+    path, sim = fileset
+    keep = [str(s) for s in sim.genotypes.samples[5:150]]
+    options = {"maf": 0.05, "geno": 0.04, "mind": 0.035}
+    read = read_genotypes(path, keep=keep, **options)
+    streamed = open_streamed(path, memory_bytes=8 * 64 * 150, samples=keep, **options)
+    assert len(streamed.chunks.bounds) > 5
+    np.testing.assert_array_equal(streamed.chunks.read(), read.dosage)
+    np.testing.assert_array_equal(streamed.samples, read.samples)
+    assert streamed.variants.equals(read.variants)
+    np.testing.assert_array_equal(streamed.chunks.n_observed, (read.dosage >= 0).sum(1))
+    summary = lambda log: [(e["filter"], e["removed"]) for e in log]
+    assert summary(streamed.filter_log) == summary(read.filter_log)
+    assert all(removed > 0 for name, removed in summary(read.filter_log)[1:])

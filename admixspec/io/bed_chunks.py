@@ -15,15 +15,21 @@ the ``.bim`` column-6 allele (A2), -1 missing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numba
 import numpy as np
+import pandas as pd
 
-from ..genotypes import snp_statistics
+from ..exceptions import InputError
+from ..filters import apply_filters
+from ..genotypes import Genotypes, placeholder_variants, snp_statistics
 from ..ml.chunks import chunk_bounds
+from .plink import _sample_rows, _snp_columns, check_bed, plink_prefix, read_bim, read_fam
 
-__all__ = ["BedChunks", "chunk_snps_for"]
+__all__ = ["BedChunks", "StreamedGenotypes", "chunk_snps_for", "fileset_shape",
+           "open_streamed"]
 
 # A2 copies of each 2-bit code, in PLINK 1's order: 00 homozygous A1, 01
 # missing, 10 heterozygous, 11 homozygous A2.
@@ -112,9 +118,13 @@ class BedChunks:
         """The same file with other individuals/SNPs (positions into this source's own)."""
         pick_rows = self.rows if rows is None else self.rows[np.asarray(rows)]
         pick_columns = self.columns if columns is None else self.columns[np.asarray(columns)]
+        # all SNPs kept: the calls per individual are known, no pass needed
+        observed = None if columns is not None else \
+            self.n_observed if rows is None else self.n_observed[np.asarray(rows)]
         return BedChunks(self.path, self.n_samples, self.n_variants, rows=pick_rows,
                          columns=pick_columns,
-                         chunk_snps=chunk_snps or max(self.chunk_snps, 64))
+                         chunk_snps=chunk_snps or max(self.chunk_snps, 64),
+                         n_observed=observed)
 
     def chunk(self, start: int, stop: int) -> np.ndarray:
         """int8 dosage of kept SNPs ``start:stop``, shape (n_individuals, stop - start).
@@ -168,3 +178,141 @@ class BedChunks:
         for start, stop in self.bounds:
             G[:, start:stop] = self.chunk(start, stop)
         return G
+
+
+@dataclass
+class StreamedGenotypes:
+    """A filtered PLINK fileset whose genotypes stay on disk (see :func:`open_streamed`).
+
+    The annotations of :class:`admixspec.genotypes.Genotypes` without the
+    dosage matrix; :attr:`chunks` reads it.
+
+    Attributes
+    ----------
+    chunks : BedChunks
+        The kept individuals and SNPs.
+    samples, variants, families, source, filter_log
+        As in :class:`admixspec.genotypes.Genotypes`.
+    memory_bytes : float
+        The workspace budget the streaming was chosen for.
+    """
+
+    chunks: BedChunks
+    samples: np.ndarray
+    variants: pd.DataFrame
+    families: np.ndarray | None
+    source: str
+    filter_log: list = field(default_factory=list)
+    memory_bytes: float = 0.0
+
+    @property
+    def n_individuals(self) -> int:
+        """Number of kept individuals."""
+        return self.chunks.n_individuals
+
+    @property
+    def n_snps(self) -> int:
+        """Number of kept SNPs."""
+        return self.chunks.n_snps
+
+
+def _chunk_filters(chunks: BedChunks, options: dict):
+    """Apply the per-SNP filters chunk by chunk (one pass).
+
+    Returns the kept positions (into ``chunks.columns``), the filter log
+    (removals summed over chunks) and the kept calls per individual.
+    """
+    samples = np.array([f"i{i}" for i in range(chunks.n_individuals)])
+    kept, log, observed = [], {}, np.zeros(chunks.n_individuals)
+    for start, stop in chunks.bounds:
+        variants = placeholder_variants(stop - start)
+        variants["pos"] = np.arange(start, stop)
+        part = apply_filters(Genotypes(chunks.chunk(start, stop).copy(), samples, variants),
+                             **options)
+        kept.append(part.variants["pos"].to_numpy(dtype=np.int64))
+        observed += (part.dosage >= 0).sum(axis=1)
+        for entry in part.filter_log:
+            total = log.setdefault(entry["filter"], dict(entry, removed=0))
+            total["removed"] += entry["removed"]
+    return np.concatenate(kept) if kept else np.zeros(0, np.int64), list(log.values()), \
+        observed
+
+
+def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0.0,
+                  geno=1.0, mind=1.0, drop_monomorphic=True) -> StreamedGenotypes:
+    """Open and filter a PLINK 1 fileset for streaming, reading the genotypes twice at most.
+
+    The filters are :func:`admixspec.read_genotypes`'s: ``mind`` on one pass
+    over all SNPs, then ``geno``, the monomorphic filter and ``maf`` (which
+    look at one SNP at a time) chunk by chunk on a second pass; LD pruning
+    needs SNP windows in memory and is not offered here.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.bed`` path or fileset prefix.
+    memory_bytes : float
+        Workspace budget; a chunk's int8 genotypes take an eighth of it.
+    samples : sequence of str, optional
+        IIDs to keep (``--keep``).
+    region, maf, geno, mind, drop_monomorphic
+        As in :func:`admixspec.read_genotypes`.
+
+    Returns
+    -------
+    StreamedGenotypes
+    """
+    prefix = plink_prefix(path)
+    bed_path = Path(str(prefix) + ".bed")
+    fam = read_fam(str(prefix) + ".fam")
+    bim = read_bim(str(prefix) + ".bim")
+    check_bed(bed_path, len(fam), len(bim))
+    try:
+        positions = bim["pos"].astype(np.int64).to_numpy()
+    except ValueError:
+        raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
+    rows = _sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
+    columns, in_region, not_snp = _snp_columns(bim, positions, region)
+    step = chunk_snps_for(len(rows), memory_bytes / 8)
+    chunks = BedChunks(bed_path, len(fam), len(bim), rows=rows, columns=columns,
+                       chunk_snps=step, n_observed=np.zeros(len(rows)))
+    log = [{"filter": "biallelic_snp", "unit": "variants", "removed": not_snp,
+            "reason": f"indel or symbolic allele ({not_snp}) out of {in_region} "
+            "variants read"}]
+    if mind < 1.0 and len(columns):
+        missing = chunks.statistics()[2]
+        keep = missing / len(columns) <= mind
+        log.append({"filter": "mind", "unit": "individuals",
+                    "removed": int(np.count_nonzero(~keep)),
+                    "reason": f"missing-call fraction > {mind:g}"})
+        chunks = chunks.subset(rows=np.flatnonzero(keep), chunk_snps=step)
+    kept, snp_log, observed = _chunk_filters(
+        chunks, {"maf": maf, "geno": geno, "drop_monomorphic": drop_monomorphic})
+    chunks = BedChunks(bed_path, len(fam), len(bim), rows=chunks.rows,
+                       columns=chunks.columns[kept], chunk_snps=step, n_observed=observed)
+    selected = bim.iloc[chunks.columns]
+    variants = pd.DataFrame({
+        "chrom": selected["chrom"].to_numpy(dtype=object),
+        "pos": positions[chunks.columns],
+        "id": selected["id"].to_numpy(dtype=object),
+        "counted": selected["a2"].to_numpy(dtype=object),
+        "other": selected["a1"].to_numpy(dtype=object),
+    })
+    return StreamedGenotypes(
+        chunks, fam["iid"].to_numpy()[chunks.rows].astype(str), variants,
+        fam["fid"].to_numpy()[chunks.rows].astype(str), str(bed_path), log + snp_log,
+        float(memory_bytes))
+
+
+def _count_lines(path) -> int:
+    count = 0
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            count += block.count(b"\n")
+    return count
+
+
+def fileset_shape(path) -> tuple[int, int]:
+    """Individuals and variants of a PLINK 1 fileset, from its ``.fam``/``.bim`` line counts."""
+    prefix = plink_prefix(path)
+    return _count_lines(str(prefix) + ".fam"), _count_lines(str(prefix) + ".bim")

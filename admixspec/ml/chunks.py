@@ -21,7 +21,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["GenotypeChunks", "InMemoryChunks", "as_chunks", "chunk_bounds"]
+__all__ = ["GenotypeChunks", "InMemoryChunks", "as_chunks", "chunk_bounds", "least_squares_p"]
 
 
 @runtime_checkable
@@ -137,3 +137,26 @@ def as_chunks(genotypes) -> GenotypeChunks:
     if isinstance(genotypes, np.ndarray):
         return InMemoryChunks(genotypes)
     return genotypes
+
+
+def _least_squares_p_chunk(G, rows, Q):
+    from .initial import p_given_q
+
+    return p_given_q(G, Q)
+
+
+def least_squares_p(genotypes, Q) -> np.ndarray:
+    """Least-squares P for fixed Q (:func:`admixspec.ml.initial.p_given_q`), chunk by chunk.
+
+    Parameters
+    ----------
+    genotypes : GenotypeChunks or numpy.ndarray, int8, shape (n_individuals, n_snps)
+    Q : numpy.ndarray, float64, shape (n_individuals, K)
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (n_snps, K)
+    """
+    chunks = as_chunks(genotypes)
+    parts = chunks.map(_least_squares_p_chunk, np.empty((chunks.n_snps, 0)), Q)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -1,0 +1,74 @@
+"""``admixspec run --memory``: a .bed larger than the budget is fitted streamed from disk."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from admixspec import simulate_balding_nichols
+from admixspec.cli import main
+from admixspec.io import read_q, write_plink
+from admixspec.metrics import q_error
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    """300 x 6,000 (1.7 MiB of int8): streamed under --memory 1 and 2."""
+    sim = simulate_balding_nichols(300, 6000, 3, fst=0.1, alpha=0.5, missing_rate=0.01,
+                                   seed=3)
+    folder = tmp_path_factory.mktemp("stream")
+    write_plink(folder / "toy", sim.genotypes)
+    return folder, sim
+
+
+def _run(folder, name, *flags):
+    out = folder / name
+    assert main(["run", str(folder / "toy.bed"), "-K", "3", "--out", str(out), "-q",
+                 "-j", "1", *map(str, flags)]) == 0
+    return read_q(f"{out}.3.Q"), json.loads(Path(f"{out}.3.json").read_text()), \
+        Path(f"{out}.3.log").read_text()
+
+
+def test_streamed_fit_reaches_the_in_memory_optimum(cohort):
+    folder, sim = cohort
+    Q_mem, mem, _ = _run(folder, "mem")
+    Q_str, streamed, log = _run(folder, "streamed", "--memory", 1)
+    # 1 MiB: the reference's moments use a SNP sample, ML then runs on every SNP
+    info = streamed["diagnostics"]["streamed"]
+    assert info["reference_snps"] < 6000 and info["chunks"] > 1
+    assert "Streamed: 300 individuals x 6000 SNPs" in log
+    assert streamed["path"] == mem["path"] + "+streamed"
+    assert streamed["loglik"] == pytest.approx(mem["loglik"], rel=1e-7)
+    assert q_error(Q_mem, Q_str) < 1e-3  # components may come in another order
+    assert q_error(sim.Q, Q_str) < 1.05 * q_error(sim.Q, Q_mem)
+
+
+def test_streamed_projection_equals_the_in_memory_one(cohort):
+    folder, _ = cohort
+    # 2 MiB holds the 100-individual reference on every SNP, not the cohort
+    Q_mem, mem, _ = _run(folder, "mem_ref", "--reference-size", 100)
+    Q_str, streamed, _ = _run(folder, "str_ref", "--reference-size", 100, "--memory", 2)
+    assert streamed["diagnostics"]["streamed"]["reference_snps"] == 6000
+    assert streamed["path"] == mem["path"]
+    P_mem = np.loadtxt(folder / "mem_ref.3.P")
+    np.testing.assert_array_equal(np.loadtxt(folder / "str_ref.3.P"), P_mem)
+    assert np.abs(Q_str - Q_mem).max() < 2e-3
+    assert streamed["loglik"] == pytest.approx(mem["loglik"], rel=1e-7)
+
+
+def test_a_budget_that_holds_the_matrix_reads_it(cohort):
+    folder, _ = cohort
+    _, record, log = _run(folder, "fits", "--memory", 100)
+    assert "streamed" not in record["diagnostics"] and "Streamed" not in log
+
+
+@pytest.mark.parametrize("flags", [["--cv", 2], ["--indep-pairwise", 50, 5, 0.2]])
+def test_what_needs_memory_is_refused_in_one_line(cohort, flags, capsys):
+    folder, _ = cohort
+    code = main(["run", str(folder / "toy.bed"), "-K", "3", "--out",
+                 str(folder / "refused"), "-q", "--memory", "1",
+                 *map(str, flags)])
+    assert code != 0
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "memory" in error[0]
