@@ -8,6 +8,7 @@ from admixspec.spectral.denoise import (
     masked_tensor_operator,
     solve_masked_tensor,
     whiten,
+    whiten_in_subspace,
 )
 from admixspec.spectral.tensor import symmetrize
 from admixspec.spectral.moments import (
@@ -103,3 +104,34 @@ class TestMaskedTensor:
         np.testing.assert_allclose(terms.full, np.einsum("abc,ai,bj,ck->ijk", M3, B, B, B), atol=1e-12)
         np.testing.assert_allclose(terms.cube, np.einsum("aaa->a", M3), atol=1e-12)
         np.testing.assert_allclose(terms.pair, np.einsum("aac,ck->ak", M3, B), atol=1e-12)
+
+
+class TestWhitenInSubspace:
+    def test_whiten_in_subspace__recovers_core_despite_diagonal(self):
+        rng = np.random.default_rng(6)
+        U, _ = np.linalg.qr(rng.normal(size=(40, 3)))
+        A = rng.normal(size=(3, 3))
+        low_rank = U @ (A @ A.T) @ U.T
+        M2 = low_rank + np.diag(rng.random(40))  # the diagonal is not used
+        white = whiten_in_subspace(U.T @ M2 @ U, np.diag(M2), U)
+        np.testing.assert_allclose(white.K_white.T @ low_rank @ white.K_white, np.eye(3),
+                                   atol=1e-9)
+        np.testing.assert_allclose(white.K_white.T @ white.B, np.eye(3), atol=1e-10)
+        np.testing.assert_allclose(white.eigenvalues, np.linalg.eigvalsh(A @ A.T)[::-1],
+                                   rtol=1e-9)
+
+    def test_whiten_in_subspace__matches_whiten_for_exact_low_rank(self):
+        rng = np.random.default_rng(7)
+        A = rng.random((25, 3))
+        R = A @ A.T
+        U = np.linalg.qr(A)[0]
+        anchored, plain = whiten_in_subspace(U.T @ R @ U, np.diag(R), U), whiten(R, 3)
+        np.testing.assert_allclose(anchored.eigenvalues, plain.eigenvalues, rtol=1e-9)
+        np.testing.assert_allclose(np.abs(anchored.K_white.T @ plain.B), np.eye(3), atol=1e-8)
+
+    def test_whiten_in_subspace__rejects_core_not_positive_definite(self):
+        rng = np.random.default_rng(8)
+        U, _ = np.linalg.qr(rng.normal(size=(20, 2)))
+        R = np.outer(U[:, 0], U[:, 0]) - 0.5 * np.outer(U[:, 1], U[:, 1])
+        with pytest.raises(ValueError, match="rank"):
+            whiten_in_subspace(U.T @ R @ U, np.diag(R), U)

@@ -27,6 +27,7 @@ __all__ = [
     "masked_tensor_rhs",
     "solve_masked_tensor",
     "whiten",
+    "whiten_in_subspace",
 ]
 
 
@@ -146,6 +147,65 @@ def whiten(M2, K) -> Whitening:
             f"the denoised second moment has rank < {K} "
             f"(eigenvalue {values[-1]:.3g}); too few independent components"
         )
+    root = np.sqrt(values)
+    return Whitening(K_white=vectors / root, B=vectors * root, eigenvalues=values)
+
+
+def whiten_in_subspace(projected, diagonal, U) -> Whitening:
+    """Whitening of a second moment whose column space is already known.
+
+    In the admixture model every SNP set's second moment
+    ``E[x x^T] = Q E[h h^T] Q^T`` has the column space of Q; only the K x K
+    core ``E[h h^T]`` depends on which SNPs are summed. A set of rare SNPs
+    estimates that space badly (few informative SNPs, shared haplotypes
+    correlating them), so the space ``U`` comes from all SNPs and only the
+    core from the chosen ones: ``C`` minimises
+    ``sum_{a != b} (M2_ab - (U C U^T)_ab)^2`` over the unbiased off-diagonal
+    entries, and the whitening is that of ``U C U^T``.
+
+    Parameters
+    ----------
+    projected : numpy.ndarray, shape (K, K)
+        ``U^T M2 U`` of the chosen SNPs' second moment (any diagonal).
+    diagonal : numpy.ndarray, shape (m,)
+        The diagonal of that ``M2``.
+    U : numpy.ndarray, shape (m, K)
+        Orthonormal basis of the column space.
+
+    Returns
+    -------
+    Whitening
+        ``K_white`` and ``B`` with columns in the span of ``U``.
+
+    Raises
+    ------
+    InputError
+        If the fitted core is not positive definite.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> A = rng.random((10, 2)); M2 = A @ A.T + np.diag(rng.random(10))
+    >>> U = np.linalg.qr(A)[0]
+    >>> white = whiten_in_subspace(U.T @ M2 @ U, np.diag(M2), U)
+    >>> bool(np.allclose(white.K_white.T @ (A @ A.T) @ white.K_white, np.eye(2)))
+    True
+    """
+    m, K = U.shape
+    # normal equations of the masked problem: C - sum_a (u_a^T C u_a) u_a u_a^T
+    # = U^T M2 U - sum_a M2_aa u_a u_a^T, a K^2 x K^2 linear system
+    outer = np.einsum("ap,aq->apq", U, U).reshape(m, K * K)
+    operator = np.eye(K * K) - outer.T @ outer
+    rhs = np.asarray(projected, dtype=float) - (outer.T @ diagonal).reshape(K, K)
+    core = np.linalg.solve(operator, rhs.reshape(-1)).reshape(K, K)
+    values, rotation = np.linalg.eigh(0.5 * (core + core.T))
+    values, rotation = values[::-1], rotation[:, ::-1]
+    if values[-1] <= 0:
+        raise InputError(
+            f"the second moment restricted to the column space has rank < {K} "
+            f"(eigenvalue {values[-1]:.3g}); too few informative SNPs"
+        )
+    vectors = U @ rotation
     root = np.sqrt(values)
     return Whitening(K_white=vectors / root, B=vectors * root, eigenvalues=values)
 
