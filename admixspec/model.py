@@ -359,7 +359,7 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, lo
     refinement (then ``P`` and ``loglik`` are None), else None.
     """
     diagnostics["rare_allele_share"] = rare_allele_share(G, counts=counts)
-    decision, reason = refine, "requested"
+    decision, reason, start = refine, "requested", (Q, None)
     if refine == "auto":
         clock = time.perf_counter()
         choice = choose_estimator(
@@ -368,12 +368,14 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, lo
         timings["selection"] = time.perf_counter() - clock
         decision, reason = choice.estimator == "spectral+ml", choice.reason
         diagnostics["selection"] = choice.evidence
+        if choice.ml_start is not None:
+            start = choice.ml_start
     diagnostics["refine"] = bool(decision)
     diagnostics["refine_reason"] = reason
     logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
     if decision:
-        ml = fit_ml(G, K, Q0=Q, tol=tol, max_iter=max_iter, seed=seed,
-                    callback=log.iteration, threads=threads)
+        ml = fit_ml(G, K, Q0=start[0], P0=start[1], tol=tol, max_iter=max_iter,
+                    seed=seed, callback=log.iteration, threads=threads)
         return "spectral+ml", ml, None, None
     clock = time.perf_counter()
     P, loglik, n_p = _p_given_q(G, Q, threads=threads)

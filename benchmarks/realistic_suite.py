@@ -51,6 +51,11 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -58,7 +63,10 @@ from pathlib import Path
 import numpy as np
 
 from admixspec.exceptions import ConvergenceWarning
+from admixspec.genotypes import Genotypes
+from admixspec.io import write_plink
 from admixspec.metrics import q_error
+from admixspec.ml.likelihood import loglikelihood
 from admixspec.model import fit_admixture
 from admixspec.simulate import (
     _mosaic_blocks,
@@ -81,6 +89,9 @@ SETTINGS = {
     "paper-a0.1": ("paper", {"alpha": 0.1}),
     "paper-a1": ("paper", {"alpha": 1.0}),
     "paper-a10": ("paper", {"alpha": 10.0}),
+    "paper50-a0.1": ("paper", {"alpha": 0.1, "n_individuals": 50, "n_snps": None}),
+    "paper50-a1": ("paper", {"alpha": 1.0, "n_individuals": 50, "n_snps": None}),
+    "paper50-a10": ("paper", {"alpha": 10.0, "n_individuals": 50, "n_snps": None}),
     "american": ("american", {"n_references": 0}),
     "american-ref": ("american", {"n_references": 50}),
     "ooa": ("mosaic", {"model": "OutOfAfrica_3G09", "sources": ("YRI", "CEU", "CHB"),
@@ -122,9 +133,9 @@ def _homsap(model_id):
         return stdpopsim.get_species("HomSap").get_demographic_model(model_id)
 
 
-def simulate_paper(seed, *, alpha):
-    sim = simulate_admixture(N_INDIVIDUALS, K, alpha=alpha, n_snps=N_SNPS, seed=seed)
-    return sim.genotypes.dosage, sim.Q
+def simulate_paper(seed, *, alpha, n_individuals=N_INDIVIDUALS, n_snps=N_SNPS):
+    sim = simulate_admixture(n_individuals, K, alpha=alpha, n_snps=n_snps, seed=seed)
+    return sim.genotypes.dosage, sim.Q  # polymorphic SNPs only
 
 
 def simulate_bn(seed):
@@ -231,81 +242,111 @@ ESTIMATORS = ("spectral", "spectral+ml", "default")
 
 
 def _timed_fit(dosage, seed, refine):
-    clock = time.perf_counter()
+    clock, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():  # an unconverged fit is recorded, not fatal
         warnings.simplefilter("ignore", ConvergenceWarning)
-        result = fit_admixture(dosage, K, seed=seed, refine=refine)
-    return result, time.perf_counter() - clock
+        result = fit_admixture(dosage, K, seed=seed, refine=refine, threads=1)
+    return result, time.perf_counter() - clock, time.process_time() - cpu
 
 
-def _record(row, estimator, Q_true, result, seconds):
+def _children_cpu():
+    """CPU seconds (user + system) of finished child processes."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _record(row, estimator, Q_true, result, seconds, cpu_seconds):
     row[f"{estimator}_seconds"] = seconds
+    row[f"{estimator}_cpu_seconds"] = cpu_seconds
     row[f"{estimator}_error"] = q_error(Q_true, result.Q)
     row[f"{estimator}_loglik"] = result.loglik
     row[f"{estimator}_converged"] = result.converged
 
 
-def evaluate(name, replicate, *, seed=0):
-    """One CSV row: every estimator's Q error, log-likelihood and wall time.
+def run_fastmixture(dosage, Q_true, workdir):
+    """fastmixture 1.3.0 (one thread, its defaults): Q error, log-likelihood, seconds.
 
-    Where the default chose spectral+ML, its fit *is* ``refine=True``'s (same
-    start and seed; tests/test_model.py checks the Q is identical), so that fit
-    is not run twice: spectral+ML's time is the default's minus its selection
-    time (``ml_derived`` marks those rows).
+    Returns (Q error, log-likelihood, wall seconds, CPU seconds), or None when
+    fastmixture is not installed (it is a benchmark-only peer).
     """
+    exe = shutil.which("fastmixture") or shutil.which(
+        "fastmixture", path=str(Path(sys.executable).parent))
+    if exe is None:
+        return None
+    prefix = Path(workdir) / "data"
+    write_plink(prefix, Genotypes.from_array(dosage))
+    clock, cpu = time.perf_counter(), _children_cpu()
+    subprocess.run([exe, "--bfile", str(prefix), "--K", str(K), "--threads", "1",
+                    "--seed", "1", "--out", str(prefix)], check=True,
+                   capture_output=True, text=True)
+    seconds, cpu = time.perf_counter() - clock, _children_cpu() - cpu
+    Q = np.loadtxt(f"{prefix}.K{K}.s1.Q")
+    # fastmixture's P is the frequency of the .bim column-5 allele; ours of column 6
+    P = 1.0 - np.loadtxt(f"{prefix}.K{K}.s1.P")
+    return q_error(Q_true, Q), loglikelihood(dosage, Q, P), seconds, cpu
+
+
+def evaluate(name, replicate, *, seed=0):
+    """One CSV row: every estimator's Q error, log-likelihood and wall time."""
     dosage, Q_true = load_setting(name, replicate)
     row = {"setting": name, "replicate": replicate,
            "unadmixed_share": float(np.mean(Q_true.max(axis=1) > 0.99)),
            "column_mean_error": q_error(Q_true, np.tile(Q_true.mean(axis=0),
                                                         (len(Q_true), 1)))}
-    spectral, seconds = _timed_fit(dosage, seed, False)
-    _record(row, "spectral", Q_true, spectral, seconds)
-    # what the replaced anchor/rare-share rule looked at
-    row["spectral_min_anchor"] = float(spectral.Q.max(axis=0).min())
+    spectral, *seconds = _timed_fit(dosage, seed, False)
+    _record(row, "spectral", Q_true, spectral, *seconds)
     row["rare_allele_share"] = spectral.diagnostics["rare_allele_share"]
-    default, seconds = _timed_fit(dosage, seed, "auto")
-    _record(row, "default", Q_true, default, seconds)
-    selection = default.timings["selection"]
-    row["ml_derived"] = default.path == "spectral+ml"
-    if row["ml_derived"]:
-        _record(row, "spectral+ml", Q_true, default, seconds - selection)
-    else:
-        _record(row, "spectral+ml", Q_true, *_timed_fit(dosage, seed, True))
+    _record(row, "spectral+ml", Q_true, *_timed_fit(dosage, seed, True))
+    default, *seconds = _timed_fit(dosage, seed, "auto")
+    _record(row, "default", Q_true, default, *seconds)
     evidence = default.diagnostics["selection"]
     row["default_path"] = default.path
     row.update({f"z_{key}": evidence[key]
-                for key in ("gain_per_individual", "gain_se", "z")})
-    row["selection_seconds"] = selection
+                for key in ("gain_per_individual", "gain_se", "z", "held_out")})
+    row["selection_seconds"] = default.timings["selection"]
+    with tempfile.TemporaryDirectory() as workdir:
+        peer = run_fastmixture(dosage, Q_true, workdir)
+    if peer is not None:
+        for key, value in zip(("error", "loglik", "seconds", "cpu_seconds"), peer):
+            row[f"fastmixture_{key}"] = value
     return row
+
+
+def _effect(row):
+    """The selection's effect size: z over the square root of the held-out count."""
+    return float(row["z_z"]) / np.sqrt(float(row["z_held_out"]))
 
 
 def summarise(rows):
     """Markdown table of per-setting means (Q error, time) and the default's choices."""
-    lines = ["| setting | reps | spectral | spectral+ML | default | default ÷ better | "
-             "column means | default chose ML | z (mean) | log-lik default − ML | "
-             "time spectral / +ML / default (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    peers = ESTIMATORS + ("fastmixture",)
+    lines = ["| setting | reps | spectral | spectral+ML | default | fastmixture | "
+             "default ÷ better | column means | default chose ML | effect (mean) | "
+             "log-lik default − ML | CPU s spectral / +ML / default / fastmixture |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in dict.fromkeys(row["setting"] for row in rows):
         group = [row for row in rows if row["setting"] == name]
 
         def mean(key, group=group):
-            return float(np.mean([float(row[key]) for row in group]))
+            return float(np.mean([float(row.get(key) or "nan") for row in group]))
 
         chose_ml = sum(row["default_path"] == "spectral+ml" for row in group)
         better = min(mean("spectral_error"), mean("spectral+ml_error"))
         lines.append(
             f"| {name} | {len(group)} | {mean('spectral_error'):.4f} | "
             f"{mean('spectral+ml_error'):.4f} | {mean('default_error'):.4f} | "
+            f"{mean('fastmixture_error'):.4f} | "
             f"{mean('default_error') / better:.2f} | "
             f"{mean('column_mean_error'):.4f} | {chose_ml}/{len(group)} | "
-            f"{mean('z_z'):.1f} | "
+            f"{np.mean([_effect(row) for row in group]):.2f} | "
             f"{mean('default_loglik') - mean('spectral+ml_loglik'):.0f} | "
-            f"{mean('spectral_seconds'):.1f} / {mean('spectral+ml_seconds'):.1f} / "
-            f"{mean('default_seconds'):.1f} |")
-    totals = {e: sum(float(row[f"{e}_seconds"]) for row in rows) for e in ESTIMATORS}
+            + " / ".join(f"{mean(f'{e}_cpu_seconds'):.1f}" for e in peers) + " |")
     lines.append("")
-    lines.append("Total wall time: "
-                 + ", ".join(f"{e} {t:.0f} s" for e, t in totals.items()))
+    for kind, suffix in (("wall", "seconds"), ("CPU", "cpu_seconds")):
+        totals = {e: sum(float(row.get(f"{e}_{suffix}") or "nan") for row in rows)
+                  for e in peers}
+        lines.append(f"Total {kind} time: "
+                     + ", ".join(f"{e} {t:.0f} s" for e, t in totals.items()))
     return "\n".join(lines)
 
 

@@ -9,10 +9,10 @@ import pytest
 
 import admixspec.model as model
 from admixspec import InputError, UsageError, simulate_balding_nichols
-from admixspec.ml.likelihood import loglikelihood
 from admixspec.metrics import q_error
+from admixspec.ml.likelihood import loglikelihood
 from admixspec.model import fit_admixture, rare_allele_share
-from admixspec.selection import Z_THRESHOLD
+from admixspec.selection import EFFECT_THRESHOLD
 
 from .reference import simulate_structured
 
@@ -85,15 +85,23 @@ class TestRefinementDecision:
                                        unadmixed_fraction=0.25, seed=1)
         default = fit_admixture(sim.genotypes, 3, seed=0)
         evidence = default.diagnostics["selection"]
-        expected = "spectral+ml" if evidence["z"] > Z_THRESHOLD else "spectral"
+        expected = "spectral+ml" if evidence["effect"] > EFFECT_THRESHOLD else "spectral"
         assert default.path == expected
-        assert f"z = {evidence['z']:.1f}" in default.diagnostics["refine_reason"]
+        assert f"effect {evidence['effect']:.2f}" in default.diagnostics["refine_reason"]
         reason = default.diagnostics["refine_reason"]
         assert f"Refine reason: {reason}" in default.log_lines
-        # the chosen path's answer is that path's own, not a third estimate
-        chosen = fit_admixture(sim.genotypes, 3, seed=0,
-                               refine=expected == "spectral+ml")
-        np.testing.assert_array_equal(default.Q, chosen.Q)
+
+    def test_default_ml__is_the_likelihood_optimum_of_refine(self):
+        # the default's ML fit starts from the selection's training fit rather than
+        # the spectral estimate: a different start to the same optimum
+        sim = simulate_balding_nichols(80, 4000, 3, fst=0.1, alpha=1.0,
+                                       unadmixed_fraction=0.25, seed=1)
+        default = fit_admixture(sim.genotypes, 3, seed=0)
+        refined = fit_admixture(sim.genotypes, 3, seed=0, refine=True)
+        assert default.path == "spectral+ml"
+        assert default.converged
+        assert default.loglik == pytest.approx(refined.loglik, rel=1e-6)
+        assert q_error(refined.Q, default.Q) < 0.005
 
     @pytest.mark.parametrize(("refine", "path"), [(True, "spectral+ml"),
                                                   (False, "spectral")])

@@ -7,7 +7,7 @@ from admixspec import simulate_balding_nichols
 from admixspec.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
 from admixspec.model import _p_given_q, fit_admixture
-from admixspec.selection import Z_THRESHOLD, choose_estimator, individual_logliks
+from admixspec.selection import EFFECT_THRESHOLD, choose_estimator, individual_logliks
 
 from .reference import simulate_structured
 
@@ -31,7 +31,7 @@ class TestChooseEstimator:
         choice = choose_estimator(G, spectral.Q, _spectral_p, seed=0)
         assert spectral_error < ml_error
         assert choice.estimator == "spectral"
-        assert choice.evidence["z"] <= Z_THRESHOLD
+        assert choice.evidence["effect"] <= EFFECT_THRESHOLD
 
     def test_shared_alleles_with_references__chooses_ml(self):
         # Balding-Nichols frequencies: no private alleles, the spectral estimate is
@@ -43,8 +43,8 @@ class TestChooseEstimator:
         choice = choose_estimator(G, spectral.Q, _spectral_p, seed=0)
         assert ml_error < spectral_error
         assert choice.estimator == "spectral+ml"
-        assert choice.evidence["z"] > Z_THRESHOLD
-        assert "z = " in choice.reason
+        assert choice.evidence["effect"] > EFFECT_THRESHOLD
+        assert "effect " in choice.reason
 
     def test_same_seed__same_evidence(self):
         sim = simulate_balding_nichols(40, 1500, 2, fst=0.2, alpha=0.5, seed=3)
@@ -53,7 +53,7 @@ class TestChooseEstimator:
         first = choose_estimator(G, Q, _spectral_p, seed=5)
         second = choose_estimator(G, Q, _spectral_p, seed=5)
         assert first.evidence["held_out"] == 10
-        assert first.evidence["z"] == second.evidence["z"]
+        assert first.evidence["effect"] == second.evidence["effect"]
 
     def test_too_few_individuals__maximum_likelihood(self):
         G = np.zeros((10, 50), dtype=np.int8)
