@@ -7,10 +7,14 @@ iterations and passes over the data against ADMIXTURE's iteration count (its
 five EM steps plus its QN/Block iterations, from its log), wall time; then
 5-fold CV errors and their ordering against ADMIXTURE's logs. ``--seeds``
 repeats the fits from several SVD-start seeds (K = 4 and 5 have several local
-optima: which one a fit reaches depends on its start, for ADMIXTURE too).
+optima: which one a fit reaches depends on its start, for ADMIXTURE too);
+``--starts`` sets how many starts the fit screens (``fit_ml``'s default: 3;
+the passes count all of them) and ``start`` is the one it continued.
+``--default`` fits with ``fit_admixture`` (the default pipeline: spectral
+estimate, held-out choice, ML) instead of ``fit_ml``.
 
 Run: .venv/bin/python benchmarks/hapmap3_parity.py [--threads 2] [--no-cv]
-     [--seeds 0 1 2 3] [--accel newton|squarem]
+     [--seeds 0 1 2 3] [--accel newton|squarem] [--starts 1] [--default]
 Needs ../shared/realdata/hapmap3_admixture_tutorial (the project workspace).
 """
 
@@ -43,6 +47,16 @@ def admixture_reference(K):
     return Q, ll, cv, n_iter
 
 
+def _fit(G, K, seed, args):
+    """One fit: (result, passes over the data, the start it continued)."""
+    if args.default:
+        res = admixspec.fit_admixture(G, K, seed=seed, threads=args.threads)
+        return res, float(res.diagnostics.get("data_passes", float("nan"))), res.path
+    res = admixspec.fit_ml(G, K, seed=seed, threads=args.threads, accel=args.accel,
+                           starts=args.starts)
+    return res, res.n_passes, res.history[-1].start
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -50,6 +64,8 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, nargs="*", default=[1])
     ap.add_argument("--accel", default="newton", choices=["newton", "squarem"])
     ap.add_argument("--K", type=int, nargs="*", default=[1, 2, 3, 4, 5])
+    ap.add_argument("--starts", type=int, default=None)
+    ap.add_argument("--default", action="store_true")
     args = ap.parse_args(argv)
     if not DATA.exists():
         sys.exit(f"data not found: {DATA}")
@@ -57,20 +73,19 @@ def main(argv=None):
     G = geno.dosage
     print(f"data: {G.shape[0]} individuals x {G.shape[1]} SNPs, threads={args.threads}")
     print("K seed loglik(admixspec)   loglik(ADMIXTURE)   rel.diff   Q MAD   iters "
-          "passes  ADMIXTURE-iters  passes/ADMIXTURE-iters  time(s)")
+          "passes  ADMIXTURE-iters  passes/ADMIXTURE-iters  time(s)  start")
     cv_ours, cv_theirs = {}, {}
     for K in args.K:
         Q_ref, ll_ref, cv_ref, it_ref = admixture_reference(K)
         for seed in args.seeds:
             t = time.perf_counter()
-            res = admixspec.fit_ml(G, K, seed=seed, threads=args.threads,
-                                   accel=args.accel)
+            res, passes, start = _fit(G, K, seed, args)
             dt = time.perf_counter() - t
             rel = (res.loglik - ll_ref) / abs(ll_ref)
             mad = admixspec.q_error(Q_ref, res.Q)
             print(f"{K} {seed:3d}  {res.loglik:.6f}  {ll_ref:.6f}  {rel:+.2e}  {mad:.2e}  "
-                  f"{res.n_iter:5d} {res.n_passes:6.0f}  {it_ref:5d}  "
-                  f"{res.n_passes / it_ref:5.2f}  {dt:7.1f}", flush=True)
+                  f"{res.n_iter:5d} {passes:6.0f}  {it_ref:5d}  "
+                  f"{passes / it_ref:5.2f}  {dt:7.1f}  {start}", flush=True)
         if not args.no_cv:
             t = time.perf_counter()
             cv = cross_validate(G, K, folds=5, seed=args.seeds[0], start=(res.Q, res.P),

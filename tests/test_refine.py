@@ -92,6 +92,41 @@ class TestFitML:
         assert all(isinstance(i, IterationInfo) for i in seen)
         assert seen[-1].loglik == pytest.approx(res.loglik)
 
+    def test_fit_ml__every_start_s_passes_and_iterations_are_counted(self, sim_fixture):
+        res = fit_ml(sim_fixture.genotypes.dosage, 3, init="random", seed=2, starts=3,
+                     screen_iter=4)
+        starts = [h.start for h in res.history]
+        # the screen: each start in turn, 4 iterations each (none converges that fast)
+        assert starts[:12] == [0, 1, 2] * 4
+        assert set(starts[12:]) <= {starts[-1]}
+        # one pass to start each chain, two per iteration, one more per EM fallback
+        n_em = sum(h.stage == "EM" for h in res.history)
+        assert res.n_passes == 3 + 2 * res.n_iter + n_em
+
+    def test_fit_ml__screen_continues_the_best_start(self, sim_fixture):
+        res = fit_ml(sim_fixture.genotypes.dosage, 3, init="random", seed=2, starts=3,
+                     screen_iter=4)
+        screened = {h.start: h.loglik for h in res.history[:12]}
+        assert res.history[-1].start == max(screened, key=screened.get)
+        assert res.loglik >= max(screened.values())
+
+    def test_fit_ml__one_start_unless_none_is_given(self, sim_fixture):
+        G = sim_fixture.genotypes.dosage
+        mine = fit_ml(G, 3, init="random", seed=2)
+        given = fit_ml(G, 3, Q0=mine.Q, P0=mine.P)
+        assert {h.start for h in mine.history} == {0, 1, 2}
+        assert {h.start for h in given.history} == {0}
+
+    def test_fit_ml__one_start_is_the_init_start_alone(self, sim_fixture):
+        from admixspec.ml.initial import svd_init
+
+        G = sim_fixture.genotypes.dosage
+        Q0, P0 = svd_init(G, 3, seed=4)
+        a = fit_ml(G, 3, seed=4, starts=1)
+        b = fit_ml(G, 3, Q0=Q0, P0=P0)
+        np.testing.assert_array_equal(a.Q, b.Q)
+        assert a.n_passes == b.n_passes
+
     def test_fit_ml__bad_parameters_raise(self, sim_fixture):
         G = sim_fixture.genotypes.dosage
         with pytest.raises(UsageError):
@@ -100,6 +135,10 @@ class TestFitML:
             fit_ml(G, 2, init="nonsense")
         with pytest.raises(UsageError, match="accel"):
             fit_ml(G, 2, accel="anderson")
+        with pytest.raises(UsageError, match="starts"):
+            fit_ml(G, 2, starts=0)
+        with pytest.raises(UsageError, match="starts"):
+            fit_ml(G, 2, starts=2, accel="squarem")
         with pytest.raises(UsageError):
             fit_ml(G, 2, Q0=np.ones((3, 2)) / 2, P0=np.full((3000, 2), 0.5))
 
@@ -110,9 +149,41 @@ class TestFormatting:
         assert line == "12 (EM) \tElapsed: 1.500\tLoglikelihood: -3.79989e+06\t(delta): 0.0018"
         line = format_iteration(IterationInfo(3, "QN", 1.5, -3799887.17, 0.0018, 1))
         assert line.startswith("3 (QN/Block) \tElapsed: 1.500")
+        line = format_iteration(IterationInfo(4, "QN", 1.5, -3799887.17, 0.0018, 1, 2))
+        assert line.startswith("4 (QN/Block, start 2) \tElapsed: 1.500")
 
     def test_format_summary__ends_with_loglikelihood_line(self, sim_fixture):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = fit_ml(sim_fixture.genotypes.dosage, 2, seed=0, max_iter=3)
         assert format_summary(res).splitlines()[-1] == f"Loglikelihood: {res.loglik:.6f}"
+
+
+class TestSvdStarts:
+    def test_svd_starts__first_is_svd_init_and_others_differ(self, sim_fixture):
+        from admixspec.ml.initial import svd_init, svd_starts
+
+        # K = 5 on three populations: the last two directions are noise, so
+        # the starts differ from seed to seed
+        G = sim_fixture.genotypes.dosage
+        starts = svd_starts(G, 5, 3, seed=7)
+        Q0, P0 = svd_init(G, 5, seed=7)
+        np.testing.assert_array_equal(starts[0][0], Q0)
+        np.testing.assert_array_equal(starts[0][1], P0)
+        assert q_error(starts[0][0], starts[1][0]) > 0.05
+        assert q_error(starts[1][0], starts[2][0]) > 0.05
+        again = svd_starts(G, 5, 3, seed=7)
+        assert len(starts) == len(again) == 3
+        for (Qa, Pa), (Qb, Pb) in zip(starts, again):
+            np.testing.assert_array_equal(Qa, Qb)
+            np.testing.assert_array_equal(Pa, Pb)
+
+    def test_svd_starts__one_start_when_the_data_determine_it(self, sim_fixture):
+        from admixspec.ml.initial import svd_init, svd_starts
+
+        G = sim_fixture.genotypes.dosage
+        starts = svd_starts(G, 3, 3, seed=7)
+        assert len(starts) == 1
+        # what another seed would give: the same start, up to ALS's tolerance
+        # (starts that differ, as below, differ by ~0.09)
+        assert q_error(starts[0][0], svd_init(G, 3, seed=8)[0]) < 0.01

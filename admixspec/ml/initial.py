@@ -21,7 +21,8 @@ from ..spectral.moments import frequency_blocks
 from ..spectral.search import project_rows_to_simplex
 from ..genotypes import allele_counts
 
-__all__ = ["allele_frequencies", "p_given_q", "q_given_p", "random_init", "svd_init"]
+__all__ = ["allele_frequencies", "p_given_q", "q_given_p", "random_init", "svd_init",
+           "svd_starts"]
 
 _CHUNK = 4096
 
@@ -80,7 +81,9 @@ def _randomized_svd(G, f, rank, *, n_power, rng):
     # X ~ Qy Z^T;  Z = Uz S Vz^T  =>  X ~ (Qy Vz) S Uz^T
     Uz, S, Vzt = np.linalg.svd(Z, full_matrices=False)
     U = Qy @ Vzt.T
-    return U[:, :rank], S[:rank], Uz[:, :rank]
+    # all the sketch's singular values: those beyond ``rank`` tell whether
+    # the top ``rank`` directions stand out (see svd_starts)
+    return U[:, :rank], S, Uz[:, :rank]
 
 
 def svd_init(G: np.ndarray, K: int, *, seed=None, n_power: int = 4,
@@ -115,19 +118,72 @@ def svd_init(G: np.ndarray, K: int, *, seed=None, n_power: int = 4,
     >>> q_error(sim.Q, Q) < 0.1
     True
     """
+    return _svd_als(G, K, seed, n_power=n_power, als_iter=als_iter, als_tol=als_tol)[0]
+
+
+def svd_starts(G: np.ndarray, K: int, n_starts: int, *, seed=None, **options):
+    """Several SVD + ALS starts: :func:`svd_init` for ``seed`` and spawned seeds.
+
+    What differs between seeds is the randomized SVD's subspace beyond the
+    data's clear structure: on HapMap3 the centred genotypes' singular values
+    are 233, 76, then a flat bulk (42.1, 41.8, 41.7, 41.4, ...), so for K >= 4
+    the start's last directions are an arbitrary mix of bulk directions (ALS
+    from different random P on one SVD converges to the same start). Those
+    directions decide which local maximum of the likelihood the fit climbs to
+    (which small family of close relatives gets a component of its own), so
+    distinct SVDs are the candidates :func:`admixspec.ml.refine.fit_ml`
+    screens. When the data determine the directions -- the (K-1)-th singular
+    value is at least ``SVD_GAP`` times the K-th, as for HapMap3 at K <= 3
+    and for simulated Balding-Nichols data, where other seeds' starts
+    measured within 5e-4 of the first -- only the first start is returned,
+    and no further SVD is computed. ``options`` as :func:`svd_init`.
+
+    Returns
+    -------
+    list of (Q, P)
+        ``n_starts`` pairs (or one, see above), Q (n_individuals, K) and P
+        (n_snps, K) float64; the first is :func:`svd_init`'s for ``seed``.
+    """
+    seeds = [seed] + [np.random.default_rng(s) for s in
+                      np.random.SeedSequence(seed).spawn(max(0, n_starts - 1))]
+    first, S = _svd_als(G, K, seed, **options)
+    if K == 1 or S[K - 2] >= SVD_GAP * S[K - 1]:
+        return [first]
+    return [first] + [_svd_als(G, K, s, **options)[0] for s in seeds[1:n_starts]]
+
+
+#: Ratio of the (K-1)-th to the K-th singular value above which the SVD
+#: start's directions are taken as determined by the data (see svd_starts).
+#: HapMap3: 3.06 at K = 2, 1.81 at K = 3 (starts coincide), 1.008 at K = 4.
+SVD_GAP = 1.2
+
+
+def _svd_als(G, K, seed, *, n_power: int = 4, als_iter: int = 500, als_tol: float = 1e-5):
+    """:func:`svd_init`'s start for one seed (or Generator), and the sketch's singular values."""
     rng = np.random.default_rng(seed)
     m, n = G.shape
     f = allele_frequencies(G)
     if K == 1:
-        return np.ones((m, 1)), np.clip(f, P_MIN, P_MAX)[:, None].copy()
+        return (np.ones((m, 1)), np.clip(f, P_MIN, P_MAX)[:, None].copy()), np.ones(1)
     U, S, V = _randomized_svd(G, f, K - 1, n_power=n_power, rng=rng)
-    Us = U * S  # (m, K-1): X ~ 1 f^T + Us V^T
+    Us = U * S[: K - 1]  # (m, K-1): X ~ 1 f^T + Us V^T
     P = rng.uniform(P_MIN, P_MAX, size=(n, K))
+    return _als(Us, V, f, P, als_iter, als_tol), S
+
+
+def _als(Us, V, f, P, als_iter, als_tol):
+    """Constrained ALS of ``1 f^T + Us V^T ~ Q P^T`` from ``P``: Q on the simplex, P in the box."""
+    m, K = Us.shape[0], P.shape[1]
 
     def q_step(P):
         PtP = P.T @ P
         rhs = np.outer(np.ones(m), f @ P) + Us @ (V.T @ P)
-        Q = np.linalg.solve(PtP, rhs.T).T
+        try:
+            Q = np.linalg.solve(PtP, rhs.T).T
+        except np.linalg.LinAlgError:
+            # a component that ALS emptied leaves P columns equal (all at the
+            # bound): the least-norm solution splits the rows between them
+            Q = np.linalg.lstsq(PtP, rhs.T, rcond=None)[0].T
         return project_rows_to_simplex(Q)
 
     Q = q_step(P)

@@ -4,7 +4,15 @@ Algorithm (all passes are fused, SNP-blocked, multi-threaded numba kernels):
 
 1. **Start** from the given (Q, P), or from :func:`admixspec.ml.initial.svd_init`
    (``init="svd"``, default) or :func:`admixspec.ml.initial.random_init`
-   (``init="random"``, the baseline).
+   (``init="random"``, the baseline). When it chooses its own start,
+   :func:`fit_ml` screens ``starts`` (default 3) of them: each runs
+   ``screen_iter`` (5) accelerated iterations and the one with the highest
+   log-likelihood runs on. The likelihood can have several local maxima that
+   no local step rule tells apart -- on the HapMap3 tutorial data at K = 4, 5
+   they differ in which small family of close relatives gets a component of
+   its own, and a single SVD start's last directions (drawn from a flat bulk
+   of singular values) pick one at random; see
+   :func:`admixspec.ml.initial.svd_starts` and docs/benchmarks.md.
 2. **Mini-batch EM warm-up** (``batches > 1``; the default only for
    ``accel="squarem"``): each epoch visits the SNP blocks in a random order
    split into ``B`` batches and, per batch, takes one SQUAREM step of the EM
@@ -50,7 +58,7 @@ from .likelihood import (
     project_q,
     thread_limit,
 )
-from .initial import p_given_q, q_given_p, random_init, svd_init
+from .initial import p_given_q, q_given_p, random_init, svd_starts
 from .newton import BlockNewton
 
 __all__ = [
@@ -64,6 +72,14 @@ __all__ = [
 logger = logging.getLogger("admixspec")
 
 _INITS = ("svd", "random")
+
+#: Starts that :func:`fit_ml` screens when it chooses its own start. HapMap3
+#: at K = 4, 5 has several local maxima (the smallest component given to one
+#: or another family of close relatives); 2 of 11 SVD starts at K = 4 and 1
+#: of 5 at K = 5 ended below ADMIXTURE's optimum on their own (docs/benchmarks.md).
+DEFAULT_STARTS = 3
+#: Iterations each screened start runs before the best is kept (2 passes each).
+SCREEN_ITER = 5
 
 
 class IterationInfo(NamedTuple):
@@ -85,6 +101,9 @@ class IterationInfo(NamedTuple):
         Gain over the previous iteration's log-likelihood.
     batches : int
         Number of mini-batches used (1 in the full phase).
+    start : int
+        Which of the screened starts the iteration advanced (0 when there
+        is one; see ``fit_ml``'s ``starts``).
     """
 
     iteration: int
@@ -93,13 +112,15 @@ class IterationInfo(NamedTuple):
     loglik: float
     delta: float
     batches: int
+    start: int = 0
 
 
 def format_iteration(info: IterationInfo) -> str:
     """ADMIXTURE-style progress line for one iteration.
 
     Block-relaxation iterations are labelled ``(QN/Block)`` as in ADMIXTURE's
-    logs, EM iterations ``(EM)``.
+    logs, EM iterations ``(EM)``; an iteration of a screened start other than
+    the first names it (``(QN/Block, start 2)``).
 
     Examples
     --------
@@ -107,6 +128,8 @@ def format_iteration(info: IterationInfo) -> str:
     '3 (EM) \\tElapsed: 0.687\\tLoglikelihood: -4.21622e+06\\t(delta): 40582.9'
     """
     label = "QN/Block" if info.stage == "QN" else "EM"
+    if info.start:
+        label += f", start {info.start}"
     return (
         f"{info.iteration} ({label}) \tElapsed: {info.elapsed:.3f}\t"
         f"Loglikelihood: {info.loglik:g}\t(delta): {info.delta:g}"
@@ -239,11 +262,11 @@ class _Run:
         """The arrays that move (P only when it is estimated)."""
         return [Q, P] if self.update_p else [Q]
 
-    def report(self, stage, ll, prev, nb=1):
+    def report(self, stage, ll, prev, nb=1, start=0):
         now = time.perf_counter()
         elapsed, self._last = now - self._last, now
         info = IterationInfo(len(self.history) + 1, stage, elapsed, ll,
-                             ll - prev if np.isfinite(prev) else float("nan"), nb)
+                             ll - prev if np.isfinite(prev) else float("nan"), nb, start)
         self.history.append(info)
         if logger.isEnabledFor(logging.INFO):
             logger.info(format_iteration(info))
@@ -273,14 +296,18 @@ def accelerated_em(
     rng=None,
     callback: Callable | None = None,
     accel: str = "newton",
+    other_starts=(),
+    screen_iter: int = 0,
 ):
     """Maximise the likelihood from (Q, P) until ADMIXTURE's stopping rule holds.
 
     ``accel="newton"`` accelerates the block-relaxation Newton map
-    (:func:`_newton_qn_phase`); ``"squarem"`` runs the EM's mini-batch
-    warm-up (:func:`_minibatch_phase`, when ``batches > 1``) and then SQUAREM
-    on the EM map (:func:`_squarem_em_phase`). P is held fixed when
-    ``update_p`` is false, and the rows of ``fixed`` keep their values.
+    (:func:`_newton_qn_phase`), screening (Q, P) and ``other_starts`` (a
+    sequence of (Q, P)) for ``screen_iter`` iterations each when there are
+    any; ``"squarem"`` runs the EM's mini-batch warm-up
+    (:func:`_minibatch_phase`, when ``batches > 1``) and then SQUAREM on the
+    EM map (:func:`_squarem_em_phase`). P is held fixed when ``update_p`` is
+    false, and the rows of ``fixed`` keep their values.
 
     Returns ``(Q, P, loglik, n_iter, converged, history)``.
     """
@@ -291,56 +318,88 @@ def accelerated_em(
         # log-likelihood of the iterate returned
         return Q, P, engine.loglik(Q, P), len(run.history), False, run.history
     if accel == "newton":
-        return _newton_qn_phase(run, Q, P, tol)
+        return _newton_qn_phase(run, [(Q, P), *other_starts], tol, screen_iter)
     return _squarem_em_phase(run, Q, P, tol)
 
 
-def _newton_qn_phase(run, Q, P, tol):
-    """SQUAREM-accelerated block relaxation; two passes per iteration.
+class _QNChain:
+    """One SQUAREM-accelerated block-relaxation run; two passes per iteration.
 
     The state is an iterate x with its log-likelihood and its image F(x)
-    under the Newton map, both known from one pass. An iteration computes
-    F(F(x)) (one pass, which also gives the log-likelihood of F(x)),
-    extrapolates from (x, F(x), F(F(x))) as SQUAREM does, and evaluates the
-    map at the jump (one pass). The jump becomes the next iterate when its
-    log-likelihood is at least that of F(x); otherwise F(x) does, whose image
-    is already known. A Newton step is not guaranteed to climb: when F(x)
-    falls below x, that iteration takes the EM map instead (an MM step, which
-    never descends).
+    under the Newton map, both known from one pass (made on construction).
+    An iteration (:meth:`advance`) computes F(F(x)) (one pass, which also
+    gives the log-likelihood of F(x)), extrapolates from (x, F(x), F(F(x)))
+    as SQUAREM does, and evaluates the map at the jump (one pass). The jump
+    becomes the next iterate when its log-likelihood is at least that of
+    F(x); otherwise F(x) does, whose image is already known. A Newton step is
+    not guaranteed to climb: when F(x) falls below x, that iteration takes the
+    EM map instead (an MM step, which never descends).
     """
-    step_max = 64.0
-    Fx = run.newton(Q, P)
-    ll = Fx[2]
-    ll_prev = -np.inf
-    converged = False
-    while not run.exhausted:
-        Q1, P1 = Fx[0], Fx[1]
+
+    def __init__(self, run, Q, P):
+        self.run = run
+        self.Q, self.P = Q, P
+        self.Fx = run.newton(Q, P)
+        self.ll = self.Fx[2]
+        self.step_max = 64.0
+        self.converged = False
+
+    def advance(self, tol):
+        """One iteration; returns ``(stage, loglik before, loglik after)``."""
+        run, Q, P = self.run, self.Q, self.P
+        Q1, P1 = self.Fx[0], self.Fx[1]
         Q2, P2, ll1 = run.newton(Q1, P1)
-        if ll1 < ll:
+        if ll1 < self.ll:
             run.engine.restarts += 1
             Q1, P1, _ = run.em(Q, P)
-            Fx = run.newton(Q1, P1)
-            Q, P, ll_new, stage = Q1, P1, Fx[2], "EM"
+            self.Fx = run.newton(Q1, P1)
+            self.Q, self.P, ll_new, stage = Q1, P1, self.Fx[2], "EM"
         else:
             alpha = _extrapolate(run.params(Q, P), run.params(Q1, P1),
-                                 run.params(Q2, P2), step_max=step_max)
+                                 run.params(Q2, P2), step_max=self.step_max)
             Qj, Pj = run.clean(_jump(Q, Q1, Q2, alpha),
                                _jump(P, P1, P2, alpha) if run.update_p else P)
             Fj = run.newton(Qj, Pj)
             if Fj[2] >= ll1:
-                Q, P, Fx, ll_new = Qj, Pj, Fj, Fj[2]
-                if alpha <= -step_max + 1e-9:
-                    step_max *= 4.0
+                self.Q, self.P, self.Fx, ll_new = Qj, Pj, Fj, Fj[2]
+                if alpha <= -self.step_max + 1e-9:
+                    self.step_max *= 4.0
             else:
-                Q, P, Fx, ll_new = Q1, P1, (Q2, P2, ll1), ll1
-                step_max = max(4.0, step_max / 4.0)
+                self.Q, self.P, self.Fx, ll_new = Q1, P1, (Q2, P2, ll1), ll1
+                self.step_max = max(4.0, self.step_max / 4.0)
             stage = "QN"
-        ll_prev, ll = ll, ll_new
-        run.report(stage, ll, ll_prev)
-        if ll - ll_prev < tol:
-            converged = True
+        ll_prev, self.ll = self.ll, ll_new
+        self.converged = ll_new - ll_prev < tol
+        return stage, ll_prev, ll_new
+
+
+def _newton_qn_phase(run, starts, tol, screen_iter=0):
+    """Accelerated block relaxation from the best of several screened starts.
+
+    Every start in ``starts`` (a list of (Q, P)) runs ``screen_iter``
+    iterations of :class:`_QNChain` (fewer when it converges first); the one
+    with the highest log-likelihood then runs until ADMIXTURE's rule holds.
+    Every pass of every start counts in the engine's passes and every
+    iteration in the history (``IterationInfo.start`` says whose).
+    """
+    chains = [_QNChain(run, Q, P) for Q, P in starts]
+    for _ in range(screen_iter if len(chains) > 1 else 0):
+        for k, chain in enumerate(chains):
+            if not chain.converged and not run.exhausted:
+                stage, prev, ll = chain.advance(tol)
+                run.report(stage, ll, prev, start=k)
+        if all(c.converged for c in chains) or run.exhausted:
             break
-    return Q, P, float(ll), len(run.history), converged, run.history
+    best = max(range(len(chains)), key=lambda k: chains[k].ll)
+    chain = chains[best]
+    if len(chains) > 1:
+        logger.info("screened %d starts: continuing start %d (log-likelihood %g)",
+                    len(chains), best, chain.ll)
+    while not chain.converged and not run.exhausted:
+        stage, prev, ll = chain.advance(tol)
+        run.report(stage, ll, prev, start=best)
+    return (chain.Q, chain.P, float(chain.ll), len(run.history), chain.converged,
+            run.history)
 
 
 def _minibatch_phase(run, Q, P, nb, batch_tol, rng):
@@ -435,29 +494,43 @@ def default_batches(n_snps: int, block_size: int = 64) -> int:
     return b
 
 
-def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None):
-    """Starting (Q, P, label) for a fit, completing a partial start.
+def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
+    """The starts of a fit: a list of (Q, P) and the label of the first.
 
-    Returns float64 arrays inside the parameter box.
+    The first start is the given one (completed by least squares when only
+    ``Q0`` or ``P0`` is given) or ``init``'s; the other ``starts - 1`` are
+    ``init`` starts: ALS solutions from further random P on the same SVD
+    (:func:`admixspec.ml.initial.svd_starts`, whose first is
+    :func:`~admixspec.ml.initial.svd_init`'s for the seed) or random starts
+    from seeds spawned from ``seed``. Float64 arrays inside the parameter box.
     """
     m, n = G.shape
-    if Q0 is not None and P0 is not None:
-        Q, P = check_params(Q0, P0, m, n)
-        return Q, P, "given"
-    if Q0 is not None:
-        Q = np.asarray(Q0, dtype=np.float64)
-        return (*check_params(Q, p_given_q(G, Q), m, n), "given Q")
-    if P0 is not None:
-        P = np.asarray(P0, dtype=np.float64)
-        return (*check_params(q_given_p(G, P), P, m, n), "given P")
-    if init == "svd":
-        Q, P = svd_init(G, K, seed=seed)
-    elif init == "random":
-        Q, P = random_init(m, n, K, seed=seed)
-    else:
+    if init not in _INITS:
         raise UsageError(f"init must be one of {_INITS}, got {init!r}")
-    Q, P = check_params(Q, P, m, n)
-    return Q, P, init
+    first = []
+    if Q0 is not None and P0 is not None:
+        first, how = [check_params(Q0, P0, m, n)], "given"
+    elif Q0 is not None:
+        Q = np.asarray(Q0, dtype=np.float64)
+        first, how = [check_params(Q, p_given_q(G, Q), m, n)], "given Q"
+    elif P0 is not None:
+        P = np.asarray(P0, dtype=np.float64)
+        first, how = [check_params(q_given_p(G, P), P, m, n)], "given P"
+    else:
+        how = init
+    n_init = starts - len(first)
+    if n_init <= 0:
+        pairs = []
+    elif init == "svd":
+        pairs = svd_starts(G, K, n_init, seed=seed)
+    elif first:
+        seeds = np.random.SeedSequence(seed).spawn(n_init)
+        pairs = [random_init(m, n, K, seed=np.random.default_rng(s)) for s in seeds]
+    else:
+        seeds = np.random.SeedSequence(seed).spawn(n_init - 1)
+        pairs = [random_init(m, n, K, seed=seed)] + [
+            random_init(m, n, K, seed=np.random.default_rng(s)) for s in seeds]
+    return first + [check_params(Q, P, m, n) for Q, P in pairs], how
 
 
 def fit_ml(
@@ -475,6 +548,8 @@ def fit_ml(
     batches: int | None = None,
     accel: str = "newton",
     device: str | None = None,
+    starts: int | None = None,
+    screen_iter: int = SCREEN_ITER,
 ) -> MLResult:
     """Maximum-likelihood (Q, P) of ADMIXTURE's model (block relaxation + SQUAREM).
 
@@ -518,6 +593,16 @@ def fit_ml(
         Where the likelihood passes run: a usable CUDA GPU when there is one
         (``"auto"``, the default unless :func:`admixspec.gpu.default_device`
         set another), the CPU, or a CUDA GPU or an error; the log says which.
+    starts : int, optional
+        Starts screened by ``accel="newton"``: the given or ``init`` start
+        plus ``starts - 1`` further ``init`` starts (see
+        :func:`other_starts`) each run ``screen_iter`` iterations, and the
+        one with the highest log-likelihood runs on to convergence (their
+        passes and iterations all count). Default :data:`DEFAULT_STARTS`
+        when neither ``Q0`` nor ``P0`` is given, else 1 (a given start is
+        used as it is); always 1 for ``"squarem"``.
+    screen_iter : int
+        Iterations of each start before the best is chosen.
 
     Returns
     -------
@@ -540,10 +625,17 @@ def fit_ml(
         raise UsageError(f"tol must be positive, got {tol}")
     if accel not in _ACCELS:
         raise UsageError(f"accel must be one of {_ACCELS}, got {accel!r}")
+    given = Q0 is not None or P0 is not None
+    if starts is None:
+        starts = DEFAULT_STARTS if accel == "newton" and not given else 1
+    if int(starts) < 1 or (accel != "newton" and int(starts) > 1):
+        raise UsageError(f"starts must be >= 1 (1 for accel='squarem'), got {starts}")
     m, n = G.shape
     with thread_limit(threads):
         engine = make_engine(G, K, device)
-        Q, P, how = start_values(G, K, Q0=Q0, P0=P0, init=init, seed=seed)
+        pairs, how = start_values(G, K, Q0=Q0, P0=P0, init=init, seed=seed,
+                                  starts=1 if K == 1 else int(starts))
+        Q, P = pairs[0]
         t_init = time.perf_counter() - t_start
         if K == 1:
             # closed form: P = observed frequency, Q = 1
@@ -566,7 +658,8 @@ def fit_ml(
         rng = np.random.default_rng(seed)
         Q, P, ll, n_iter, converged, history = accelerated_em(
             engine, Q, P, tol=tol, max_iter=max_iter, batches=nb, rng=rng,
-            callback=callback, accel=accel,
+            callback=callback, accel=accel, other_starts=pairs[1:],
+            screen_iter=screen_iter,
         )
     total = time.perf_counter() - t_start
     if not converged:
