@@ -6,6 +6,7 @@ comparison once and returns the numbers as JSON; the tests below assert on
 them. The data are tiny (the simulator runs each CUDA thread as a Python
 thread) and the engine's chunks are made short, so that the chunked sums
 (several chunks of individuals per SNP, of SNPs per individual) are covered.
+Where a CUDA GPU is present the same comparisons also run on it.
 """
 
 from __future__ import annotations
@@ -92,19 +93,43 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def simulated():
-    """The subprocess's comparisons of the simulated GPU engine with the CPU engine."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBA_NUM_THREADS="1")
+@pytest.fixture(scope="module", params=["simulator", "gpu"])
+def simulated(request):
+    """The subprocess's comparisons of the GPU engine with the CPU engine.
+
+    Under numba's CUDA simulator everywhere, and on the GPU itself where
+    there is one (then the same checks run the compiled kernels).
+    """
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    if request.param == "simulator":
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    elif cuda_status()[0] != "gpu":
+        pytest.skip("no CUDA GPU")
+    else:
+        env.pop("NUMBA_ENABLE_CUDASIM", None)
     done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]), mode=request.param)
 
 
 def test_simulator__counts_for_cuda_but_not_for_auto(simulated):
     assert simulated["cuda"] == "cuda"
-    assert simulated["auto"] == "cpu"
+    assert simulated["auto"] == ("cpu" if simulated["mode"] == "simulator" else "cuda")
+
+
+@pytest.mark.parametrize("shape", [(13, 70), (4, 8), (1, 1), (7, 3)])
+def test_pack_rows__decodes_to_the_genotypes_both_ways(shape):
+    from admixspec.gpu.kernels import MISSING_CODE, pack_rows
+
+    G = np.random.default_rng(shape[0]).integers(-1, 3, size=shape).astype(np.int8)
+    for packed, want in ((pack_rows(G), G), (pack_rows(G, transpose=True), G.T)):
+        cols = np.arange(want.shape[1])
+        codes = (packed[:, cols // 4] >> (2 * (cols % 4))) & 3
+        assert packed.shape == (want.shape[0], -(-want.shape[1] // 4))
+        assert np.array_equal(np.where(codes == MISSING_CODE, -1, codes), want)
+        padding = np.arange(want.shape[1], 4 * packed.shape[1])
+        assert np.all((packed[:, padding // 4] >> (2 * (padding % 4))) & 3 == MISSING_CODE)
 
 
 def test_loglik__equals_cpu_engine(simulated):

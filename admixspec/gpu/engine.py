@@ -4,10 +4,14 @@
 (``loglik``, ``em``, the ``passes``/``restarts`` counters, the SNP blocks), and
 :class:`CudaBlockNewton` those of :class:`admixspec.ml.newton.BlockNewton`, so
 the accelerators and ADMIXTURE's stopping rule of :mod:`admixspec.ml.refine`
-drive either unchanged. The genotypes stay on the device (int8, both
+drive either unchanged. The genotypes stay on the device (2 bits each, both
 orientations, see :mod:`admixspec.gpu.kernels`); Q and P travel to it and
 back once per pass, as the float64 arrays the accelerators compute with
 (for 500,000 SNPs and K = 5, 20 MB each way).
+
+The chunk lengths give a grid of 300,000 threads or more at 2,000 x 100,000
+(an H100 holds 270,000 at once), and add each chunk's sums with one float64
+atomic per output entry.
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ from numba import cuda
 
 from ..ml.likelihood import Engine, project_q
 from ..ml.newton import _q_newton_kernel, triangle_pairs
-from .kernels import THREADS_PER_BLOCK, kernels, zeros
+from .kernels import THREADS_PER_BLOCK, kernels, pack_rows, zeros
 
 __all__ = ["CudaBlockNewton", "CudaEngine"]
 
 #: Individuals one thread of a per-SNP kernel sweeps (a chunk of the grid's y axis).
-ROWS_PER_THREAD = 512
+ROWS_PER_THREAD = 256
 #: SNPs one thread of a per-individual kernel sweeps.
-COLS_PER_THREAD = 2048
+COLS_PER_THREAD = 512
 
 
 def _grid(n_threads: int, n_chunks: int = 1):
@@ -126,8 +130,8 @@ class CudaEngine(Engine):
 
     Notes
     -----
-    Device memory: two bytes per genotype plus O((individuals + SNPs) K^2)
-    float64 statistics.
+    Device memory: half a byte per genotype (2 bits in each orientation) plus
+    O((individuals + SNPs) K^2) float64 statistics.
     """
 
     #: The block-relaxation map for this engine (see :mod:`admixspec.ml.refine`).
@@ -139,8 +143,8 @@ class CudaEngine(Engine):
         self.rows = int(rows_per_thread)
         self.cols = int(cols_per_thread)
         self.kernels = kernels(self.K)
-        self.d_G = cuda.to_device(G)
-        self.d_GT = cuda.to_device(np.ascontiguousarray(G.T))
+        self.d_G = cuda.to_device(pack_rows(G))
+        self.d_GT = cuda.to_device(pack_rows(G, transpose=True))
         self.d_all = cuda.to_device(np.arange(self.n, dtype=np.int64))
         tri_r, tri_c = triangle_pairs(self.K)
         self.d_tri = (cuda.to_device(tri_r), cuda.to_device(tri_c))
@@ -192,7 +196,7 @@ class CudaEngine(Engine):
                 self.kernels.p_em[_grid(n_cols), THREADS_PER_BLOCK](d_P, A, B, d_cols,
                                                                     d_P_new)
                 P_new = d_P_new.copy_to_host()
-        self.passes += 1 if blocks is None else n_cols / self.n
+        self.passes += 1 if blocks is None else len(blocks) / self.n_blocks
         Q_new = Q
         if update_q:
             Q_new = self._q_update(Q, d_Q, d_P, d_cols, blocks is not None, Q_fixed_rows)

@@ -2,15 +2,16 @@
 
 The same arithmetic as the CPU kernels of :mod:`admixspec.ml.likelihood` and
 :mod:`admixspec.ml.newton`, laid out for a GPU. The genotypes are held twice on
-the device, as int8: ``G`` (individuals x SNPs) and its transpose ``GT`` (SNPs
-x individuals). Every sum over individuals (the P statistics, per SNP) runs
+the device, packed four to a byte as in a ``.bed`` (:func:`pack_rows`): ``G``
+(individuals x SNPs, packed along SNPs) and its transpose ``GT`` (SNPs x
+individuals, packed along individuals). Every sum over individuals (the P statistics, per SNP) runs
 one thread per SNP over ``G``, and every sum over SNPs (the Q statistics, per
 individual) one thread per individual over ``GT``: a warp's 32 threads then
-read 32 neighbouring bytes of one row, and no thread needs another thread's
+read 8 neighbouring bytes of one row, and no thread needs another thread's
 partial sums, so the kernels need no warp shuffles or shared memory. The
-second copy costs one byte per genotype (two in all, half of a float32
-matrix) and one more read of the genotypes per pass, which is cheap beside
-the ~10 K floating-point operations each genotype costs.
+second copy costs a quarter byte per genotype (half a byte in all, an eighth
+of a float32 matrix) and one more read of the genotypes per pass, which is
+cheap beside the ~10 K floating-point operations each genotype costs.
 
 Each thread sweeps a chunk of rows (``rows`` individuals, or ``cols`` SNPs)
 so that a grid has enough blocks to fill the device; chunks add their sums
@@ -35,7 +36,7 @@ from numba import cuda
 from ..ml import newton
 from ..ml.likelihood import _LOG_EVERY, P_MAX, P_MIN
 
-__all__ = ["THREADS_PER_BLOCK", "kernels", "zeros"]
+__all__ = ["THREADS_PER_BLOCK", "kernels", "pack_rows", "zeros"]
 
 #: Threads per block of every kernel.
 THREADS_PER_BLOCK = 128
@@ -66,6 +67,51 @@ def _device_twins():
         twins[name] = cuda.jit(device=True)(clone)
     namespace.update(twins)  # looked up when a kernel first compiles them
     return twins
+
+
+#: Code of a missing genotype in the packed matrices (0, 1, 2 are the dosage).
+MISSING_CODE = 3
+# Rows packed per step of pack_rows (bounds its temporary arrays).
+_PACK_ROWS = 1024
+
+
+def pack_rows(G: np.ndarray, *, transpose: bool = False) -> np.ndarray:
+    """Genotypes packed four to a byte, 2 bits each, along each row (as in a ``.bed``).
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        Dosage 0/1/2, -1 for missing (stored as :data:`MISSING_CODE`).
+    transpose : bool
+        Pack ``G.T`` (rows are SNPs) instead, without forming ``G.T`` whole.
+
+    Returns
+    -------
+    numpy.ndarray, uint8, shape (rows, ceil(cols / 4))
+        Genotype ``c`` of a row in bits ``2 (c % 4)`` of byte ``c // 4``; the
+        padding of the last byte reads as missing.
+
+    Examples
+    --------
+    >>> pack_rows(np.array([[0, 1, 2, -1, 2]], dtype=np.int8))
+    array([[228, 254]], dtype=uint8)
+    """
+    rows, cols = (G.shape[1], G.shape[0]) if transpose else G.shape
+    out = np.empty((rows, -(-cols // 4)), dtype=np.uint8)
+    for r0 in range(0, rows, _PACK_ROWS):
+        block = G[:, r0:r0 + _PACK_ROWS].T if transpose else G[r0:r0 + _PACK_ROWS]
+        codes = np.where(block < 0, MISSING_CODE, block).astype(np.uint8)
+        codes = np.pad(codes, ((0, 0), (0, (-cols) % 4)), constant_values=MISSING_CODE)
+        codes = codes.reshape(codes.shape[0], -1, 4)
+        out[r0:r0 + codes.shape[0]] = (codes[..., 0] | codes[..., 1] << 2
+                                       | codes[..., 2] << 4 | codes[..., 3] << 6)
+    return out
+
+
+@cuda.jit(device=True, inline=True)
+def _genotype(packed, row, col):
+    """The genotype code (0, 1, 2, or 3 = missing) at (row, col) of a packed matrix."""
+    return (packed[row, col >> 2] >> ((col & 3) * 2)) & 3
 
 
 @cuda.jit
@@ -167,8 +213,8 @@ def kernels(K: int) -> types.SimpleNamespace:
         ll = 0.0
         since = 0
         for i in range(i0, i1):
-            g = G[i, j]
-            if g < 0:
+            g = _genotype(G, i, j)
+            if g == MISSING_CODE:
                 continue
             gf = f64(g)
             f = frequency(Q, i, p)
@@ -210,8 +256,8 @@ def kernels(K: int) -> types.SimpleNamespace:
         count = 0
         for c in range(c0, c1):
             j = cols[c]
-            g = GT[j, i]
-            if g < 0:
+            g = _genotype(GT, j, i)
+            if g == MISSING_CODE:
                 continue
             gf = f64(g)
             f = frequency(P, j, q)
@@ -249,8 +295,8 @@ def kernels(K: int) -> types.SimpleNamespace:
         ll = 0.0
         since = 0
         for i in range(i0, i1):
-            g = G[i, j]
-            if g < 0:
+            g = _genotype(G, i, j)
+            if g == MISSING_CODE:
                 continue
             prod *= _genotype_factor(f64(g), frequency(Q, i, p))
             since += 1
@@ -286,8 +332,8 @@ def kernels(K: int) -> types.SimpleNamespace:
         ll = 0.0
         since = 0
         for i in range(i0, i1):
-            g = G[i, j]
-            if g < 0:
+            g = _genotype(G, i, j)
+            if g == MISSING_CODE:
                 continue
             gf = f64(g)
             f = frequency(Q, i, p)
@@ -369,8 +415,8 @@ def kernels(K: int) -> types.SimpleNamespace:
         for s in range(STATS):
             acc[s] = 0.0
         for j in range(c0, c1):
-            g = GT[j, i]
-            if g < 0:
+            g = _genotype(GT, j, i)
+            if g == MISSING_CODE:
                 continue
             gf = f64(g)
             f = frequency(P, j, q)
