@@ -531,10 +531,10 @@ def fit_admixture(
         Receives each EM iteration's record (see
         :class:`admixspec.ml.refine.IterationInfo`).
     device : {"auto", "cpu", "cuda"}, optional
-        Where the maximum-likelihood fits (refinement, plain ML, CV,
-        bootstrap) run their likelihood passes (see
-        :func:`admixspec.gpu.default_device`); projection, supervised fits and
-        the spectral stage stay on the CPU. Default: ``"auto"``.
+        Where the maximum-likelihood fits (refinement, plain ML, supervised,
+        projection, CV, bootstrap) run their likelihood passes (see
+        :func:`admixspec.gpu.default_device`); the spectral stage stays on the
+        CPU. Default: ``"auto"``.
 
     Returns
     -------

@@ -15,6 +15,8 @@ import contextvars
 import logging
 import os
 
+import numpy as np
+
 from ..exceptions import MissingDependencyError, UsageError
 
 __all__ = ["DEVICES", "cuda_status", "default_device", "make_engine", "resolve_device"]
@@ -116,7 +118,9 @@ def default_device(device: str | None):
     >>> with default_device("cpu"):
     ...     pass
     """
-    token = _DEFAULT.set(_DEFAULT.get() if device is None else resolve_device(device))
+    if device is not None:
+        resolve_device(device)  # fail now, not at the first fit
+    token = _DEFAULT.set(_DEFAULT.get() if device is None else device)
     try:
         yield
     finally:
@@ -139,11 +143,24 @@ def make_engine(G, K: int, device: str | None = None):
     Returns
     -------
     admixspec.ml.likelihood.Engine or admixspec.gpu.engine.CudaEngine
-        The choice is logged at INFO on logger ``"admixspec"``.
+        The choice is logged at INFO on logger ``"admixspec"``. Genotypes not
+        held in memory (a chunked source) go to the CPU under ``"auto"``.
+
+    Raises
+    ------
+    UsageError
+        As :func:`resolve_device`; ``"cuda"`` for genotypes not in memory.
     """
     from ..ml.likelihood import Engine
 
-    if resolve_device(_DEFAULT.get() if device is None else device) == "cpu":
+    device = _DEFAULT.get() if device is None else device
+    on_gpu = resolve_device(device) == "cuda"
+    if on_gpu and not isinstance(G, np.ndarray):  # e.g. streamed from disk
+        if device == "cuda":
+            raise UsageError("device='cuda' needs the genotypes in memory; genotypes "
+                             "streamed from disk are fitted on the CPU")
+        on_gpu = False
+    if not on_gpu:
         logger.info("likelihood engine: CPU")
         return Engine(G, K)
     from .engine import CudaEngine

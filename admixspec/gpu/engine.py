@@ -16,6 +16,8 @@ atomic per output entry.
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
 from numba import cuda
@@ -32,13 +34,31 @@ ROWS_PER_THREAD = 256
 COLS_PER_THREAD = 512
 
 
-def _grid(n_threads: int, n_chunks: int = 1):
-    """Blocks per grid for ``n_threads`` threads along x and ``n_chunks`` along y."""
-    return (max(1, -(-n_threads // THREADS_PER_BLOCK)), max(1, n_chunks))
+# The most blocks a grid's y axis takes (CUDA's limit).
+_MAX_GRID_Y = 65_535
+
+
+def _launch(kernel, n_threads: int, n_chunks: int, *args):
+    """Run ``kernel`` on ``n_threads`` threads along x times ``n_chunks`` chunks along y.
+
+    numba-cuda warns of low occupancy on small grids (tiny data, tests); the
+    warning says nothing a user can act on, so it is silenced here.
+    """
+    grid = (max(1, -(-n_threads // THREADS_PER_BLOCK)), max(1, n_chunks))
+    with warnings.catch_warnings():
+        # matched by text: numba's built-in CUDA target and numba-cuda each
+        # raise it as their own NumbaPerformanceWarning class
+        warnings.filterwarnings("ignore", message=".*Grid size .* under-utilization")
+        kernel[grid, THREADS_PER_BLOCK](*args)
 
 
 def _chunks(total: int, size: int) -> int:
     return max(1, -(-total // size))
+
+
+def _chunk_length(total: int, size: int) -> int:
+    """``size``, or longer where ``total`` would need more than ``_MAX_GRID_Y`` chunks."""
+    return max(int(size), -(-total // _MAX_GRID_Y))
 
 
 class CudaBlockNewton:
@@ -82,8 +102,8 @@ class CudaBlockNewton:
             ll = float(eng.snp_logliks(d_Q, d_P).copy_to_host().sum())
             self.sweeps += 1
         stats = zeros((eng.m, eng.K + len(self.tri_r)))
-        eng.kernels.q_stats[_grid(eng.m, _chunks(eng.n, eng.cols)), THREADS_PER_BLOCK](
-            eng.d_GT, d_Q, d_P_new, *eng.d_tri, eng.cols, stats)
+        _launch(eng.kernels.q_stats, eng.m, _chunks(eng.n, eng.cols),
+                eng.d_GT, d_Q, d_P_new, *eng.d_tri, eng.cols, stats)
         self.sweeps += 1
         eng.passes += 1
         Q_new = np.empty_like(Q)
@@ -101,15 +121,13 @@ class CudaBlockNewton:
         A = zeros((n, K))
         HP = zeros((n, len(self.tri_r)))
         ll_old = zeros(n)
-        rows_grid = _grid(n, _chunks(eng.m, eng.rows))
-        eng.kernels.p_stats[rows_grid, THREADS_PER_BLOCK](
-            eng.d_G, d_Q, d_P, *eng.d_tri, eng.rows, gP, HP, A, ll_old)
+        _launch(eng.kernels.p_stats, n, _chunks(eng.m, eng.rows),
+                eng.d_G, d_Q, d_P, *eng.d_tri, eng.rows, gP, HP, A, ll_old)
         d_P_new = cuda.device_array((n, K))
-        eng.kernels.p_newton[_grid(n), THREADS_PER_BLOCK](d_P, gP, HP, *eng.d_tri, d_P_new)
+        _launch(eng.kernels.p_newton, n, 1, d_P, gP, HP, *eng.d_tri, d_P_new)
         ll_new = eng.snp_logliks(d_Q, d_P_new)
         n_bad = zeros(1, dtype=np.int64)
-        eng.kernels.p_fallback[_grid(n), THREADS_PER_BLOCK](d_P, gP, A, ll_old, ll_new,
-                                                            d_P_new, n_bad)
+        _launch(eng.kernels.p_fallback, n, 1, d_P, gP, A, ll_old, ll_new, d_P_new, n_bad)
         self.em_rows += int(n_bad.copy_to_host()[0])
         self.sweeps += 2
         return d_P_new, float(ll_old.copy_to_host().sum())
@@ -140,8 +158,8 @@ class CudaEngine(Engine):
     def __init__(self, G: np.ndarray, K: int, *, rows_per_thread: int = ROWS_PER_THREAD,
                  cols_per_thread: int = COLS_PER_THREAD):
         super().__init__(G, K)
-        self.rows = int(rows_per_thread)
-        self.cols = int(cols_per_thread)
+        self.rows = _chunk_length(self.m, rows_per_thread)
+        self.cols = _chunk_length(self.n, cols_per_thread)
         self.kernels = kernels(self.K)
         self.d_G = cuda.to_device(pack_rows(G))
         self.d_GT = cuda.to_device(pack_rows(G, transpose=True))
@@ -160,8 +178,8 @@ class CudaEngine(Engine):
     def snp_logliks(self, d_Q, d_P):
         """Device array (n_snps,) of each SNP's log-likelihood at device (Q, P)."""
         ll = zeros(self.n)
-        self.kernels.snp_loglik[_grid(self.n, _chunks(self.m, self.rows)),
-                                THREADS_PER_BLOCK](self.d_G, d_Q, d_P, self.rows, ll)
+        _launch(self.kernels.snp_loglik, self.n, _chunks(self.m, self.rows),
+                self.d_G, d_Q, d_P, self.rows, ll)
         return ll
 
     def loglik(self, Q, P) -> float:
@@ -186,15 +204,13 @@ class CudaEngine(Engine):
         if update_p or want_ll:
             A, B = zeros((self.n, self.K)), zeros((self.n, self.K))
             ll_snp = zeros(self.n)
-            self.kernels.snp_em[_grid(n_cols, _chunks(self.m, self.rows)),
-                                THREADS_PER_BLOCK](self.d_G, d_Q, d_P, d_cols, self.rows,
-                                                   A, B, ll_snp, want_ll)
+            _launch(self.kernels.snp_em, n_cols, _chunks(self.m, self.rows),
+                    self.d_G, d_Q, d_P, d_cols, self.rows, A, B, ll_snp, want_ll)
             if want_ll:
                 ll = float(ll_snp.copy_to_host().sum())
             if update_p:
                 d_P_new = cuda.to_device(P)
-                self.kernels.p_em[_grid(n_cols), THREADS_PER_BLOCK](d_P, A, B, d_cols,
-                                                                    d_P_new)
+                _launch(self.kernels.p_em, n_cols, 1, d_P, A, B, d_cols, d_P_new)
                 P_new = d_P_new.copy_to_host()
         self.passes += 1 if blocks is None else len(blocks) / self.n_blocks
         Q_new = Q
@@ -207,8 +223,8 @@ class CudaEngine(Engine):
         acc = zeros((self.m, self.K))
         obs = zeros(self.m)
         n_cols = d_cols.shape[0]
-        self.kernels.ind_em[_grid(self.m, _chunks(n_cols, self.cols)), THREADS_PER_BLOCK](
-            self.d_GT, d_Q, d_P, d_cols, self.cols, acc, obs)
+        _launch(self.kernels.ind_em, self.m, _chunks(n_cols, self.cols),
+                self.d_GT, d_Q, d_P, d_cols, self.cols, acc, obs)
         acc = acc.copy_to_host()
         obs = obs.copy_to_host() if partial else self.n_obs
         with np.errstate(invalid="ignore", divide="ignore"):

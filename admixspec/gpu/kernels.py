@@ -147,7 +147,7 @@ def _em_frequency(p, a, b):
     return min(max(p, P_MIN), P_MAX)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernels(K: int) -> types.SimpleNamespace:
     """The compiled kernels for ``K`` components (numba.cuda needs K fixed at compile time).
 

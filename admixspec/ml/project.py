@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..exceptions import ConvergenceWarning, InputError, UsageError
-from .likelihood import P_MAX, P_MIN, Engine, check_dosage, project_q, thread_limit
+from ..gpu.device import make_engine
+from .likelihood import P_MAX, P_MIN, check_dosage, project_q, thread_limit
 from .initial import allele_frequencies, q_given_p
 from .refine import MLResult, _Fixed, accelerated_em
 
@@ -72,7 +73,7 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
         Q = q_given_p(G, P) if Q0 is None else project_q(np.array(Q0, dtype=np.float64))
         if Q.shape != (G.shape[0], P.shape[1]):
             raise UsageError(f"Q0 must have shape {(G.shape[0], P.shape[1])}")
-        engine = Engine(G, P.shape[1])
+        engine = make_engine(G, P.shape[1])  # the device default_device set
         Q, _, _, _, converged, _ = accelerated_em(
             engine, Q, P, tol=tol, max_iter=max_iter, update_p=False, callback=callback
         )
@@ -165,7 +166,7 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
         np.clip(P, P_MIN, P_MAX, out=P)
         Q = q_given_p(G, P)
         Q[rows] = values
-        engine = Engine(G, K)
+        engine = make_engine(G, K)  # the device default_device set
         t_init = time.perf_counter() - t_start
         Q, P, ll, n_iter, converged, history = accelerated_em(
             engine, Q, P, tol=tol, max_iter=max_iter, fixed=_Fixed(rows, values),
