@@ -540,7 +540,11 @@ def _read_for_run(args: argparse.Namespace):
     from .io.bed_chunks import fileset_shape, open_streamed
     from .io.reader import detect_format, read_keep
 
-    if args.memory is None or detect_format(args.input) != "plink":
+    if args.memory is None:
+        return read_genotypes_from_args(args)
+    if detect_format(args.input) != "plink":
+        logger.info("--memory: only a PLINK .bed is streamed; reading %s into memory",
+                    args.input)
         return read_genotypes_from_args(args)
     budget = args.memory * 2.0**20
     n_individuals, n_snps = fileset_shape(args.input)

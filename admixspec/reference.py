@@ -21,7 +21,7 @@ import numpy as np
 from .exceptions import UsageError
 from .ml.likelihood import Engine, check_dosage, loglikelihood, thread_limit
 from .ml.project import project
-from .ml.refine import accelerated_em
+from .ml.refine import accelerated_em, format_iteration
 from .model import AdmixtureResult, _p_given_q, fit_admixture
 
 __all__ = [
@@ -294,6 +294,7 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
                         **fit_options)
     del G_ref
     Q_ref, P, n_iter, converged = fit.Q, fit.P, fit.n_iter, fit.converged
+    history: list = []
     with thread_limit(threads):
         reference = source.subset(rows=rows)
         if len(snps) < n:
@@ -302,7 +303,7 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
                 logger.info("reference: maximum likelihood on all %d SNPs, streamed", n)
                 Q_ref, P, _, n_iter, converged = _streamed_ml(
                     reference, Q_ref, P, update_p=True, tol=tol, max_iter=max_iter,
-                    seed=seed)
+                    seed=seed, callback=history.append)
         others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
         Q = np.empty((m, K))
         Q[rows] = Q_ref
@@ -313,10 +314,11 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
                                      max_iter=max_iter, seed=seed)[0]
         loglik = Engine(source, K).loglik(Q, P)
     return _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,
-                            time.perf_counter() - start)
+                            history, time.perf_counter() - start)
 
 
-def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, seconds):
+def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, history,
+                     seconds):
     """The fit's result with everyone's Q, the streamed P, and what was streamed."""
     m, n = source.n_individuals, source.n_snps
     path = fit.path + ("" if len(snps) == n else "+streamed") + \
@@ -329,6 +331,11 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, s
     }
     lines = [f"Reference l{line[1:]}" if line.startswith("Loglikelihood:") else line
              for line in fit.log_lines]
+    if history:
+        lines.append(f"Reference maximum likelihood on all {n} SNPs, streamed:")
+        lines += [format_iteration(info) for info in history]
+        lines.append(f"Converged in {n_iter} iterations" if converged else
+                     f"Not converged: stopped at the iteration limit ({n_iter} iterations)")
     lines += [
         (f"Streamed: {m} individuals x {n} SNPs read from disk in {len(source.bounds)} "
          f"chunks of up to {source.chunk_snps} SNPs; reference {len(rows)} individuals "

@@ -22,6 +22,10 @@ Usage::
 
     python benchmarks/scale.py --setting custom --individuals 3000 --snps 100000 \
         -K 4 --out /tmp/scale --extra=--no-refine
+    # streamed from disk: the int8 matrix exceeds half of --memory (MiB)
+    python benchmarks/scale.py --setting custom --individuals 2000 --snps 500000 \
+        -K 4 --out /tmp/scale --extra="--memory 256 --no-refine --threads 1"
+    python benchmarks/scale.py --setting a --out /tmp/scale --extra="--memory 3000"
     python benchmarks/scale.py --setting b --out /tmp/scale  # a 2.5 GB .bed, 10 GB int8
 """
 
