@@ -17,6 +17,7 @@ as it did before chunks existed.
 
 from __future__ import annotations
 
+import contextvars
 from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
@@ -123,6 +124,13 @@ class InMemoryChunks:
         return [function(self.G, P, *shared)]
 
 
+#: Where :func:`as_chunks` puts an int8 matrix: None keeps it in memory; a
+#: callable ``G -> GenotypeChunks`` places it elsewhere
+#: (:func:`admixspec.distributed.use_client` sets one that sends it to Dask workers).
+placement: contextvars.ContextVar = contextvars.ContextVar("admixspec_chunk_placement",
+                                                          default=None)
+
+
 def as_chunks(genotypes) -> GenotypeChunks:
     """A :class:`GenotypeChunks` source: ``genotypes`` itself, or an int8 array wrapped.
 
@@ -135,7 +143,8 @@ def as_chunks(genotypes) -> GenotypeChunks:
     GenotypeChunks
     """
     if isinstance(genotypes, np.ndarray):
-        return InMemoryChunks(genotypes)
+        place = placement.get()
+        return InMemoryChunks(genotypes) if place is None else place(genotypes)
     return genotypes
 
 

@@ -1,0 +1,369 @@
+"""Genotype chunks held on Dask workers (:class:`DaskChunks`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from concurrent.futures import CancelledError
+
+import numpy as np
+
+from ..exceptions import AdmixspecError, import_optional
+from ..ml.chunks import chunk_bounds
+from ..ml.likelihood import BLOCK_SIZE, thread_limit
+
+__all__ = ["DaskChunks", "DistributedError", "Traffic"]
+
+logger = logging.getLogger("admixspec")
+
+#: Largest chunk, in bytes of int8 genotypes: big enough that a pass is a
+#: few tasks per worker thread, small enough to fit a worker's memory beside
+#: the kernel's buffers.
+CHUNK_BYTES = 256 * 2**20
+# Passes rerun after a worker is lost, before the fit stops with an error.
+_RETRIES = 3
+#: Seconds to wait for a worker when a pass finds none.
+WORKER_WAIT = 60
+
+
+class DistributedError(AdmixspecError, RuntimeError):
+    """The cluster could not run a pass (workers gone, scheduler unreachable)."""
+
+
+def _distributed():
+    return import_optional("distributed", extra="distributed",
+                           needed_for="running on a Dask cluster (--scheduler)")
+
+
+def _worker_loss_errors() -> tuple:
+    """Exceptions of a pass that a lost worker causes (a rerun may succeed)."""
+    distributed = _distributed()
+    # CancelledError: a scattered chunk went with its worker; KilledWorker: the
+    # task's workers kept dying; OSError covers closed connections.
+    return CancelledError, OSError, TimeoutError, distributed.KilledWorker
+
+
+def _run_chunk(function, threads, G, P, *shared):
+    """A map task: ``function(G, P, *shared)`` with ``threads`` numba threads.
+
+    Dask runs one task per worker thread at a time, so each task's kernels
+    get one thread unless told otherwise (more would oversubscribe the cores).
+    """
+    with thread_limit(threads):
+        return function(G, P, *shared)
+
+
+def _count_observed(G):
+    """Non-missing genotypes per individual of one chunk (float64, (m,))."""
+    return (G >= 0).sum(axis=1).astype(np.float64)
+
+
+def _read_bed_chunk(bed_path, n_samples, n_variants, rows, columns):
+    """One chunk of a ``.bed`` file, read by the worker that will hold it."""
+    from ..io.plink import _read_bed
+
+    return _read_bed(bed_path, n_samples, n_variants, rows, columns, 1)
+
+
+def _worker_slots(client) -> list:
+    """Worker addresses, each repeated once per thread, interleaved across workers."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    if not workers:
+        raise DistributedError("the Dask cluster has no workers")
+    most = max(info["nthreads"] for info in workers.values())
+    return [address for round_ in range(most)
+            for address, info in sorted(workers.items()) if info["nthreads"] > round_]
+
+
+def _default_chunk_snps(n_individuals: int, n_snps: int, slots: int) -> int:
+    """SNPs per chunk: one chunk per worker thread, at most :data:`CHUNK_BYTES`.
+
+    Rounded up to the kernels' 64-SNP block, which :func:`chunk_bounds` aligns to.
+    """
+    per_slot = -(-n_snps // max(slots, 1))
+    per_slot = -(-per_slot // BLOCK_SIZE) * BLOCK_SIZE
+    return max(1, min(per_slot, CHUNK_BYTES // max(n_individuals, 1)))
+
+
+def _nbytes(obj) -> int:
+    from dask.sizeof import sizeof
+
+    return int(sizeof(obj))
+
+
+@dataclasses.dataclass
+class Traffic:
+    """What the passes on a cluster moved, summed over passes and sources.
+
+    Attributes
+    ----------
+    passes : int
+        Calls of :meth:`DaskChunks.map` that completed.
+    bytes_sent : int
+        Bytes sent to the workers: each chunk's P rows, and the shared array
+        arguments (Q, ...) once per worker.
+    bytes_received : int
+        Bytes of the results gathered (new P rows, per-individual sums).
+    replaced : int
+        Chunks placed again after their worker was lost.
+    sources : int
+        :class:`DaskChunks` placed (one per ML engine).
+    """
+
+    passes: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    replaced: int = 0
+    sources: int = 0
+
+    def describe(self) -> str:
+        """One line: passes and MB moved per pass.
+
+        Examples
+        --------
+        >>> Traffic(10, 5_000_000, 3_000_000).describe()
+        '10 passes on the cluster, 0.50 MB sent and 0.30 MB gathered per pass'
+        """
+        per = max(self.passes, 1) * 1e6
+        line = (f"{self.passes} passes on the cluster, {self.bytes_sent / per:.2f} MB "
+                f"sent and {self.bytes_received / per:.2f} MB gathered per pass")
+        if self.replaced:
+            line += f"; {self.replaced} chunk(s) placed again after a worker was lost"
+        return line
+
+
+class DaskChunks:
+    """Chunks of SNPs (all individuals) held on the workers of a Dask cluster.
+
+    Implements :class:`admixspec.ml.chunks.GenotypeChunks`. Build it with
+    :meth:`scatter` (from an int8 matrix in memory) or :meth:`from_bed`
+    (each worker reads its chunks from a ``.bed`` file).
+
+    Attributes
+    ----------
+    client : distributed.Client
+    n_individuals, n_snps : int
+    bounds : list of (int, int)
+        The chunks' SNP ranges, in order.
+    n_observed : numpy.ndarray, float64, shape (n_individuals,)
+    threads : int
+        Numba threads of each task's kernels.
+    traffic : Traffic
+        What :meth:`map` moved (shared by every source of one
+        :func:`~admixspec.distributed.use_client` block).
+    """
+
+    def __init__(self, client, futures, bounds, n_individuals, *, source, threads=1,
+                 traffic=None):
+        self.client = client
+        self._futures = list(futures)
+        self._source = source
+        self.bounds = list(bounds)
+        self.n_individuals = int(n_individuals)
+        self.n_snps = self.bounds[-1][1] if self.bounds else 0
+        self.threads = int(threads)
+        self.traffic = Traffic() if traffic is None else traffic
+        self.traffic.sources += 1
+        observed = client.gather([client.submit(_count_observed, f, pure=False)
+                                  for f in self._futures])
+        self.n_observed = (np.sum(observed, axis=0) if observed
+                           else np.zeros(self.n_individuals))
+
+    # ---------------------------------------------------------------- builders
+    @classmethod
+    def scatter(cls, client, G, *, chunk_snps=None, threads=1, traffic=None):
+        """Send an int8 matrix to the workers, one chunk of SNPs per task slot.
+
+        Parameters
+        ----------
+        client : distributed.Client
+        G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+            Checked dosage (see :func:`admixspec.ml.likelihood.check_dosage`).
+            Kept by reference: a chunk whose worker is lost is sent again
+            from it.
+        chunk_snps : int, optional
+            SNPs per chunk (default: one chunk per worker thread, at most
+            256 MiB of genotypes each).
+        threads : int
+            Numba threads of each task's kernels.
+        traffic : Traffic, optional
+            Record to add this source's traffic to (default: its own).
+
+        Returns
+        -------
+        DaskChunks
+        """
+        _distributed()
+        slots = _worker_slots(client)
+        m, n = G.shape
+        bounds = chunk_bounds(n, chunk_snps or _default_chunk_snps(m, n, len(slots)))
+
+        def place(index, worker):
+            start, stop = bounds[index]
+            return client.scatter(np.ascontiguousarray(G[:, start:stop]),
+                                  workers=[worker], hash=False)
+
+        futures = [place(i, slots[i % len(slots)]) for i in range(len(bounds))]
+        return cls(client, futures, bounds, m, source=place, threads=threads,
+                   traffic=traffic)
+
+    @classmethod
+    def from_bed(cls, client, path, *, rows=None, columns=None, chunk_snps=None,
+                 threads=1, traffic=None):
+        """Have the workers read their chunks of a PLINK ``.bed`` file themselves.
+
+        The file must be readable at the same path on every worker. A chunk
+        is the result of a read task, so Dask reads it again on another
+        worker when its worker is lost.
+
+        Parameters
+        ----------
+        client : distributed.Client
+        path : str or path-like
+            The ``.bed`` file or its prefix; ``.fam`` and ``.bim`` beside it.
+        rows : array_like of int, optional
+            Individuals (rows of the ``.fam``) to read, in order; default all.
+        columns : array_like of int, optional
+            SNPs (rows of the ``.bim``) to read, in order; default all.
+        chunk_snps : int, optional
+            SNPs per chunk (default as :meth:`scatter`).
+        threads : int
+            Numba threads of each task's kernels.
+        traffic : Traffic, optional
+            Record to add this source's traffic to (default: its own).
+
+        Returns
+        -------
+        DaskChunks
+            Genotypes count the A2 allele, as :func:`admixspec.io.read_plink`.
+        """
+        from ..io.plink import plink_prefix, read_bim, read_fam
+
+        _distributed()
+        prefix = plink_prefix(path)
+        n_samples = len(read_fam(prefix.with_suffix(".fam")))
+        n_variants = len(read_bim(prefix.with_suffix(".bim")))
+        rows = np.arange(n_samples) if rows is None else np.asarray(rows, np.intp)
+        columns = np.arange(n_variants) if columns is None else np.asarray(columns,
+                                                                           np.intp)
+        slots = _worker_slots(client)
+        m, n = len(rows), len(columns)
+        bounds = chunk_bounds(n, chunk_snps or _default_chunk_snps(m, n, len(slots)))
+        bed = str(prefix.with_suffix(".bed"))
+        futures = [
+            client.submit(_read_bed_chunk, bed, n_samples, n_variants, rows,
+                          columns[start:stop], workers=[slots[i % len(slots)]],
+                          allow_other_workers=True, pure=False)
+            for i, (start, stop) in enumerate(bounds)
+        ]
+        return cls(client, futures, bounds, m, source=None, threads=threads,
+                   traffic=traffic)
+
+    # ---------------------------------------------------------------- the pass
+    def map(self, function, P, *shared) -> list:
+        """``[function(G_chunk, P[start:stop], *shared) ...]`` run on the workers.
+
+        The array arguments in ``shared`` are sent to every worker once per
+        call; each chunk's P rows go to the worker holding the chunk. A pass
+        that fails because a worker was lost is rerun after its chunks are
+        placed again (see the module notes).
+
+        Parameters
+        ----------
+        function : callable
+            Module-level (picklable) function of ``(G_chunk, P_rows, *shared)``.
+        P : numpy.ndarray, shape (n_snps, ...)
+        *shared
+            Arguments common to every chunk.
+
+        Returns
+        -------
+        list
+            The results, in the order of :attr:`bounds`.
+
+        Raises
+        ------
+        DistributedError
+            The pass failed :data:`_RETRIES` times in a row, or a chunk
+            cannot be placed again.
+        """
+        for attempt in range(_RETRIES + 1):
+            try:
+                return self._map_once(function, P, shared)
+            except _worker_loss_errors() as error:
+                if attempt == _RETRIES:
+                    raise DistributedError(
+                        f"a likelihood pass failed {attempt + 1} times on the Dask "
+                        f"cluster, the last time with {type(error).__name__}: {error}"
+                    ) from None
+                self._replace_lost()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _map_once(self, function, P, shared):
+        client = self.client
+        live = client.scheduler_info(n_workers=-1)["workers"]
+        sent_shared = []
+        for value in shared:  # arrays once to every worker; flags travel inline
+            if isinstance(value, np.ndarray):
+                # sent to one worker; the others fetch it from there once, for
+                # all their tasks (scatter(broadcast=True) hung when a worker
+                # died during its replication)
+                self.traffic.bytes_sent += value.nbytes * len(live)
+                value = client.scatter(value, hash=False)
+            sent_shared.append(value)
+        rows = self._send_rows(P, live)
+        tasks = [client.submit(_run_chunk, function, self.threads, chunk, chunk_rows,
+                               *sent_shared, pure=False)
+                 for chunk, chunk_rows in zip(self._futures, rows)]
+        results = client.gather(tasks)
+        self.traffic.bytes_received += sum(_nbytes(result) for result in results)
+        self.traffic.passes += 1
+        return results
+
+    def _send_rows(self, P, live) -> list:
+        """Futures of each chunk's P rows, sent to the worker holding the chunk.
+
+        One scatter per worker; rows of a chunk whose holder is unknown or no
+        longer alive go wherever the scheduler puts them.
+        """
+        holders = self.client.who_has(self._futures)
+        by_worker: dict = {}
+        for index, (future, (start, stop)) in enumerate(zip(self._futures, self.bounds)):
+            alive = [w for w in holders.get(future.key, ()) if w in live]
+            by_worker.setdefault(alive[0] if alive else None, []).append(index)
+        rows = [None] * len(self.bounds)
+        for worker, indices in by_worker.items():
+            parts = [np.ascontiguousarray(P[slice(*self.bounds[i])]) for i in indices]
+            self.traffic.bytes_sent += sum(part.nbytes for part in parts)
+            try:
+                futures = self.client.scatter(parts, workers=None if worker is None
+                                              else [worker], hash=False)
+            except KeyError:  # the scheduler no longer knows the worker
+                raise ConnectionError(f"worker {worker} left the cluster") from None
+            for i, future in zip(indices, futures):
+                rows[i] = future
+        return rows
+
+    def _replace_lost(self):
+        """Place again every chunk whose future was lost with its worker."""
+        lost = [i for i, future in enumerate(self._futures)
+                if future.status in ("cancelled", "lost", "error")]
+        if self._source is None:  # chunks with a lineage: Dask reads "lost" ones again
+            if any(self._futures[i].status != "lost" for i in lost):
+                raise DistributedError("chunks read from the .bed file were lost with "
+                                       "their worker and could not be read again")
+            lost = []
+        try:  # the last worker may have died, and a nanny may be starting it again
+            self.client.wait_for_workers(1, timeout=WORKER_WAIT)
+        except TimeoutError:
+            raise DistributedError(f"no Dask worker left after {WORKER_WAIT} s") from None
+        slots = _worker_slots(self.client)
+        for n, i in enumerate(lost):
+            self._futures[i] = self._source(i, slots[n % len(slots)])
+        self.traffic.replaced += len(lost)
+        logger.warning("Dask: a worker was lost; pass rerun%s",
+                       f" after placing {len(lost)} chunk(s) again" if lost else "")
+
+    def release(self):
+        """Free the chunks on the workers (also done when this object is collected)."""
+        self._futures = []

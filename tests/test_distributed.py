@@ -1,0 +1,169 @@
+"""The likelihood passes on a Dask LocalCluster of 2 worker processes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from admixspec import fit_admixture, read_q, simulate_balding_nichols
+from admixspec.cli import main
+from admixspec.exceptions import UsageError
+from admixspec.io import read_plink, write_plink
+from admixspec.ml.likelihood import Engine
+from admixspec.ml.newton import BlockNewton
+
+distributed = pytest.importorskip("distributed")
+
+from admixspec.distributed import DaskChunks, connect, use_client
+from admixspec.distributed.cluster import parse_scheduler
+
+K = 3
+
+
+@pytest.fixture(scope="module")
+def client_fixture():
+    """A client of a LocalCluster of 2 single-threaded worker processes.
+
+    Started as ``--scheduler local:2`` starts it; the command-line test then
+    connects to it by address, which runs the rest of that code path.
+    """
+    with connect("local:2") as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def sim_fixture():
+    return simulate_balding_nichols(60, 1500, K, fst=0.2, alpha=0.5, seed=3)
+
+
+def _relative(a: float, b: float) -> float:
+    return abs(a - b) / abs(b)
+
+
+def test_passes__equal_in_memory_passes(client_fixture, sim_fixture):
+    G, Q, P = sim_fixture.genotypes.dosage, sim_fixture.Q, sim_fixture.P
+    chunks = DaskChunks.scatter(client_fixture, G, chunk_snps=512)
+    assert chunks.bounds == [(0, 512), (512, 1024), (1024, 1500)]
+    np.testing.assert_array_equal(chunks.n_observed, (G >= 0).sum(axis=1))
+    local, remote = Engine(G, K), Engine(chunks, K)
+    assert _relative(remote.loglik(Q, P), local.loglik(Q, P)) < 1e-12
+    for want, got in zip(local.em(Q, P), remote.em(Q, P)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    for want, got in zip(BlockNewton(local).step(Q, P), BlockNewton(remote).step(Q, P)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_traffic__counts_p_rows_and_shared_arrays_per_worker(client_fixture, sim_fixture):
+    G, Q, P = sim_fixture.genotypes.dosage, sim_fixture.Q, sim_fixture.P
+    chunks = DaskChunks.scatter(client_fixture, G)
+    assert len(chunks.bounds) == 2  # one chunk per worker thread
+    Engine(chunks, K).loglik(Q, P)
+    traffic = chunks.traffic
+    assert traffic.passes == 1
+    assert traffic.bytes_sent == P.nbytes + 2 * Q.nbytes  # Q to each of 2 workers
+    assert traffic.bytes_received < 1000  # two floats and their framing
+
+
+def test_from_bed__workers_read_the_file(client_fixture, sim_fixture, tmp_path):
+    write_plink(tmp_path / "sim", sim_fixture.genotypes)
+    rows, columns = np.arange(5, 60), np.arange(100, 1400)
+    chunks = DaskChunks.from_bed(client_fixture, tmp_path / "sim.bed", rows=rows,
+                                 columns=columns, chunk_snps=640)
+    G = read_plink(tmp_path / "sim.bed").dosage[np.ix_(rows, columns)]
+    Q, P = sim_fixture.Q[rows], sim_fixture.P[columns]
+    np.testing.assert_array_equal(chunks.n_observed, (G >= 0).sum(axis=1))
+    assert _relative(Engine(chunks, K).loglik(Q, P), Engine(G, K).loglik(Q, P)) < 1e-12
+
+
+def test_use_client__fit_equals_in_memory_fit(client_fixture, sim_fixture):
+    want = fit_admixture(sim_fixture.genotypes, K, method="ml", seed=1, threads=1)
+    with use_client(client_fixture) as traffic:
+        got = fit_admixture(sim_fixture.genotypes, K, method="ml", seed=1, threads=1)
+    assert traffic.passes >= got.n_iter > 3
+    assert got.n_iter == want.n_iter
+    assert _relative(got.loglik, want.loglik) < 1e-8
+    np.testing.assert_allclose(got.Q, want.Q, atol=1e-8)
+
+
+def test_cli_scheduler__same_q_and_loglik_as_in_memory(client_fixture, sim_fixture,
+                                                        tmp_path):
+    write_plink(tmp_path / "sim", sim_fixture.genotypes)
+    common = ["run", str(tmp_path / "sim.bed"), "-K", str(K), "--init", "svd",
+              "-j", "1", "-q"]
+    assert main([*common, "--out", str(tmp_path / "mem")]) == 0
+    address = client_fixture.scheduler.address
+    assert main([*common, "--out", str(tmp_path / "dask"), "--scheduler", address]) == 0
+    np.testing.assert_allclose(read_q(tmp_path / f"dask.{K}.Q"),
+                               read_q(tmp_path / f"mem.{K}.Q"), atol=2e-6)
+    lls = [_loglik_line(tmp_path / f"{name}.{K}.log") for name in ("mem", "dask")]
+    assert _relative(lls[1], lls[0]) < 1e-8
+
+
+def _loglik_line(path) -> float:
+    lines = [line for line in path.read_text().splitlines()
+             if line.startswith("Loglikelihood:")]
+    return float(lines[-1].split()[1])
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("local:0", "local:N needs a worker count N >= 1"),
+    ("local:x", "local:N needs a worker count N >= 1"),
+    ("no-such-file.json", "not local:N, a scheduler address"),
+])
+def test_parse_scheduler__bad_spec_is_a_usage_error(spec, message):
+    with pytest.raises(UsageError, match=message):
+        parse_scheduler(spec)
+
+
+def test_cli_scheduler__unreachable_address_is_one_line_error(capsys, tmp_path,
+                                                              monkeypatch):
+    from admixspec.distributed import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
+    write_plink(tmp_path / "sim", simulate_balding_nichols(10, 100, 2, seed=1).genotypes)
+    status = main(["run", str(tmp_path / "sim.bed"), "-K", "2", "-q",
+                   "--scheduler", "tcp://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err.startswith("admixspec: error: could not connect to the Dask scheduler "
+                          "tcp://127.0.0.1:9")
+    assert len(err.splitlines()) == 1
+
+
+# Last: a killed worker's replacement pays admixspec's import on its first task.
+def test_from_bed__chunk_of_a_killed_worker_is_read_again(client_fixture, sim_fixture,
+                                                           tmp_path):
+    write_plink(tmp_path / "sim", sim_fixture.genotypes)
+    chunks = DaskChunks.from_bed(client_fixture, tmp_path / "sim.bed")
+    engine, Q, P = Engine(chunks, K), sim_fixture.Q, sim_fixture.P
+    before = engine.loglik(Q, P)
+    pids = client_fixture.run(os.getpid)
+    holder = next(iter(client_fixture.who_has(chunks._futures).values()))[0]
+    os.kill(pids[holder], signal.SIGKILL)
+    assert engine.loglik(Q, P) == before  # Dask read the lost chunk again
+    assert chunks.traffic.replaced == 0  # no placing again by admixspec
+
+
+def test_killed_worker__fit_completes_with_the_in_memory_answer(
+        client_fixture, sim_fixture, caplog):
+    want = fit_admixture(sim_fixture.genotypes, K, method="ml", seed=2, threads=1)
+    pids = client_fixture.run(os.getpid)
+    victim = min(pids)
+
+    def kill_once(info):  # after the third iteration: chunks are on both workers
+        if info.iteration == 3:
+            os.kill(pids[victim], signal.SIGKILL)
+
+    with caplog.at_level(logging.WARNING, logger="admixspec"), \
+            use_client(client_fixture) as traffic:
+        got = fit_admixture(sim_fixture.genotypes, K, method="ml", seed=2, threads=1,
+                            callback=kill_once)
+    assert got.n_iter > 3
+    assert traffic.replaced >= 1
+    assert "a worker was lost" in caplog.text
+    assert _relative(got.loglik, want.loglik) < 1e-8
+    np.testing.assert_allclose(got.Q, want.Q, atol=1e-8)
