@@ -163,6 +163,7 @@ class DaskChunks:
         self.n_snps = self.bounds[-1][1] if self.bounds else 0
         self.threads = int(threads)
         self.traffic = Traffic() if traffic is None else traffic
+        self._holders = self._live = None  # where the chunks are: asked once
         self.traffic.sources += 1
         observed = client.gather([client.submit(_count_observed, f, pure=False)
                                   for f in self._futures])
@@ -291,6 +292,7 @@ class DaskChunks:
             try:
                 return self._map_once(function, P, shared)
             except _worker_loss_errors() as error:
+                self._holders = None
                 if attempt == _RETRIES:
                     raise DistributedError(
                         f"a likelihood pass failed {attempt + 1} times on the Dask "
@@ -301,7 +303,10 @@ class DaskChunks:
 
     def _map_once(self, function, P, shared):
         client = self.client
-        live = client.scheduler_info(n_workers=-1)["workers"]
+        if self._holders is None:  # after placing, and again after a worker was lost
+            self._live = set(client.scheduler_info(n_workers=-1)["workers"])
+            self._holders = client.who_has(self._futures)
+        live = self._live
         sent_shared = []
         for value in shared:  # arrays once to every worker; flags travel inline
             if isinstance(value, np.ndarray):
@@ -326,10 +331,9 @@ class DaskChunks:
         One scatter per worker; rows of a chunk whose holder is unknown or no
         longer alive go wherever the scheduler puts them.
         """
-        holders = self.client.who_has(self._futures)
         by_worker: dict = {}
-        for index, (future, (start, stop)) in enumerate(zip(self._futures, self.bounds)):
-            alive = [w for w in holders.get(future.key, ()) if w in live]
+        for index, future in enumerate(self._futures):
+            alive = [w for w in self._holders.get(future.key, ()) if w in live]
             by_worker.setdefault(alive[0] if alive else None, []).append(index)
         rows = [None] * len(self.bounds)
         for worker, indices in by_worker.items():
