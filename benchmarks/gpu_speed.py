@@ -8,18 +8,20 @@ wall time, the log-likelihood (ADMIXTURE's, computed by admixspec from each
 tool's Q and P, so the values are comparable) and the Q error against the
 truth. admixspec runs :func:`admixspec.ml.refine.fit_ml` from its SVD start
 (ADMIXTURE's stopping rule, 1e-4), once with ``device="cpu"`` and once with
-``device="cuda"``; fastmixture and neural-admixture run as their command
-lines on the data written as PLINK files. A tool that is not installed
+``device="cuda"``, each after a small warm-up fit that compiles its kernels
+(numba's JIT: about a minute for the CPU engine's on a loaded 2-core
+machine); fastmixture and neural-admixture run as their command lines on the
+data written as PLINK files. A tool that is not installed
 prints a "not installed" row, one that fails or outlasts ``--timeout`` a
-"failed"/"timed out" row. The GPU fit runs last, in this process (after the
-others, so that no CUDA context exists when the CPU fit forks).
+"failed"/"timed out" row (the CPU fit runs in a spawned child process, so
+that the timeout can stop it; the GPU fit runs last, in this process).
 
 On a CPU-only machine (checks the script; the GPU row says why it is absent):
   .venv/bin/python benchmarks/gpu_speed.py --size tiny --threads 1
 
-On the device machine, in one call (H100/H200 image: Python 3.12 with numpy,
-numba, numba-cuda, torch; nothing can be downloaded there). Prepare the wheels
-here, in the repository root, once:
+On the device machine (H100/H200 image: Python 3.12 with numpy, numba,
+numba-cuda, torch; nothing can be downloaded there), prepare the wheels here,
+in the repository root, once:
   echo /.whl/ >> .git/info/exclude
   .venv/bin/python -m pip wheel --no-deps -w .whl .
   PYENV_VERSION=3.12.1 python3.12 -m pip wheel --no-deps -w .whl fastmixture==1.3.0
@@ -27,16 +29,26 @@ here, in the repository root, once:
      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
      --platform manylinux2014_x86_64 -d .whl"
   .venv/bin/python -m pip download $D neural-admixture==1.6.7 configargparse \
-      cyvcf2 bed-reader scikit-allel
-then run (device tool, carry [".whl"], timeout_s 600):
+      bed-reader scikit-allel dask partd locket
+then, with the wheels in .whl, one device call (tool `run`, carry [".whl"],
+timeout_s 600): the GPU half of tests/test_gpu.py, then the small setting:
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-      --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit;
-  nvidia-smi -L; PYTHONUNBUFFERED=1 python3 benchmarks/gpu_speed.py --size small \
-      --size large --threads 16 --timeout 200 2>&1 | tee $OUT/gpu_speed.log
-(fastmixture 1.3.0 has no binary wheel: it is built here with a local
-Python 3.12; neural-admixture 1.6.7 pins torch <= 2.4 and is installed
-without its dependencies against the image's torch; a row that fails says
-so.) On the large setting the CPU tools stop at ``--timeout``.
+      --upgrade --target /tmp/site .whl/*.whl || exit;
+  export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1;
+  nvidia-smi -L; python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py \
+      -k "not simulator" 2>&1 | tee $OUT/test_gpu.log;
+  python3 benchmarks/gpu_speed.py --size small --threads 16 --timeout 120 \
+      2>&1 | tee $OUT/gpu_speed_small.log
+and, with 6 minutes of device time left, the large setting in a second call
+(the same first two lines, then; the CPU tools would only time out there):
+  python3 benchmarks/gpu_speed.py --size large --threads 16 --timeout 240 \
+      --skip cpu --skip fastmixture 2>&1 | tee $OUT/gpu_speed_large.log
+(25 MB of wheels. fastmixture 1.3.0 has no binary wheel: it is built here
+with a local Python 3.12; neural-admixture 1.6.7 pins torch <= 2.4 and is
+installed without its dependencies against the image's torch; a row that
+fails says so. The recipe, less torch and the GPU, was run in a Python 3.12
+environment holding the image's other packages: every row but
+neural-admixture's worked.)
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -74,9 +87,19 @@ def simulated(size):
     return sim.genotypes.subset(snps=np.flatnonzero(keep)), sim.Q, cfg["K"]
 
 
-def _fit_child(G, K, threads, device, queue):
-    """Child process: one admixspec fit; puts (Q, P, seconds) or an error string."""
+def warm_up(K, device):
+    """Compile the engine's kernels (numba JIT) on a small fit, so that no row times them."""
+    sim = admixspec.simulate_balding_nichols(60, 600, K, seed=SEED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", admixspec.ConvergenceWarning)
+        admixspec.fit_ml(sim.genotypes.dosage, K, seed=SEED, device=device, max_iter=3)
+
+
+def _fit_child(path, K, threads, device, queue):
+    """Child process: one admixspec fit; puts (Q, P, seconds, note) or an error string."""
     try:
+        G = np.load(path)
+        warm_up(K, device)
         t = time.perf_counter()
         fit = admixspec.fit_ml(G, K, seed=SEED, threads=threads, device=device)
         queue.put((fit.Q, fit.P, time.perf_counter() - t, f"{fit.n_iter} iterations"))
@@ -85,10 +108,16 @@ def _fit_child(G, K, threads, device, queue):
 
 
 def admixspec_cpu(G, K, threads, timeout, workdir):
-    """admixspec's CPU engine in a forked child, so that ``timeout`` can stop it."""
-    ctx = multiprocessing.get_context("fork")
+    """admixspec's CPU engine in a child process, so that ``timeout`` can stop it.
+
+    Spawned, not forked (fork after numba's OpenMP threads start is unsafe);
+    the genotypes reach it as a ``.npy`` file.
+    """
+    path = Path(workdir) / "G.npy"
+    np.save(path, G)
+    ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    child = ctx.Process(target=_fit_child, args=(G, K, threads, "cpu", queue))
+    child = ctx.Process(target=_fit_child, args=(path, K, threads, "cpu", queue))
     child.start()
     try:
         out = queue.get(timeout=timeout)
@@ -96,6 +125,7 @@ def admixspec_cpu(G, K, threads, timeout, workdir):
         out = f"timed out after {timeout:.0f} s"
     child.kill()
     child.join()
+    path.unlink()
     return out
 
 
@@ -106,6 +136,7 @@ def admixspec_gpu(G, K, threads, timeout, workdir):
     kind, description = cuda_status()
     if kind != "gpu":
         return f"no GPU: {description}"
+    warm_up(K, "cuda")
     t = time.perf_counter()
     fit = admixspec.fit_ml(G, K, seed=SEED, threads=threads, device="cuda")
     return fit.Q, fit.P, time.perf_counter() - t, f"{fit.n_iter} iterations, {description}"
@@ -158,28 +189,38 @@ def neural_admixture(G, K, threads, timeout, workdir):
     return Q, (P, 1.0 - P)[int(np.argmax(lls))], dt, "P orientation: the better of P, 1-P"
 
 
-TOOLS = {"admixspec CPU": admixspec_cpu, "fastmixture": fastmixture,
-         "neural-admixture (GPU)": neural_admixture, "admixspec GPU": admixspec_gpu}
+# short name: (row label, runner, whether it reads the PLINK files)
+TOOLS = {
+    "cpu": ("admixspec CPU", admixspec_cpu, False),
+    "fastmixture": ("fastmixture", fastmixture, True),
+    "neural": ("neural-admixture (GPU)", neural_admixture, True),
+    "gpu": ("admixspec GPU", admixspec_gpu, False),
+}
+
+
+def _row(label, out, G, Q_true, threads):
+    """One printed row: a tool's wall time, log-likelihood and Q error, or why none."""
+    if isinstance(out, str):
+        return f"{label:24s} {'-':>9s} {'-':>18s} {'-':>8s}  {out}"
+    Q, P, dt, note = out
+    ll = admixspec.loglikelihood(G, Q, P, threads=threads)
+    return f"{label:24s} {dt:9.1f} {ll:18.4f} {admixspec.q_error(Q_true, Q):8.4f}  {note}"
 
 
 def run_size(size, args):
-    """Every tool on one size; prints one row per tool."""
+    """Every tool not skipped on one size; prints one row per tool."""
     genotypes, Q_true, K = simulated(size)
     G = genotypes.dosage
+    tools = {name: tool for name, tool in TOOLS.items() if name not in args.skip}
     print(f"\n== {size}: {G.shape[0]} x {G.shape[1]}, K = {K}, seed {SEED}, "
           f"{args.threads} threads", flush=True)
     print(f"{'tool':24s} {'wall s':>9s} {'loglik':>18s} {'Q error':>8s}  note", flush=True)
     with tempfile.TemporaryDirectory() as workdir:
-        write_plink(Path(workdir) / "data", genotypes)
-        for name, tool in TOOLS.items():
+        if any(plink for _, _, plink in tools.values()):
+            write_plink(Path(workdir) / "data", genotypes)
+        for label, tool, _ in tools.values():
             out = tool(G, K, args.threads, args.timeout, workdir)
-            if isinstance(out, str):
-                print(f"{name:24s} {'-':>9s} {'-':>18s} {'-':>8s}  {out}", flush=True)
-                continue
-            Q, P, dt, note = out
-            ll = admixspec.loglikelihood(G, Q, P, threads=args.threads)
-            err = admixspec.q_error(Q_true, Q)
-            print(f"{name:24s} {dt:9.1f} {ll:18.4f} {err:8.4f}  {note}", flush=True)
+            print(_row(label, out, G, Q_true, args.threads), flush=True)
 
 
 def main(argv=None):
@@ -189,6 +230,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600.0,
                     help="seconds after which a CPU tool or peer is stopped")
+    ap.add_argument("--skip", action="append", default=[], choices=tuple(TOOLS),
+                    help="leave a tool out (repeatable)")
     args = ap.parse_args(argv)
     for size in args.size or ["small"]:
         run_size(size, args)
