@@ -1,4 +1,4 @@
-"""GPU engine speed (#12 item 3): admixspec on the CPU and on the GPU, fastmixture, neural-admixture.
+"""GPU engine speed (#12): admixspec on CPU and GPU, fastmixture, neural-admixture.
 
 The same simulated Balding-Nichols data (F_ST 0.1, Dirichlet alpha 0.5,
 monomorphic SNPs dropped, as fastmixture refuses them) for every tool, one run
@@ -79,8 +79,8 @@ SEED = 12
 def simulated(size):
     """Genotypes, true Q and K of one size, monomorphic SNPs dropped."""
     cfg = SIZES[size]
-    sim = admixspec.simulate_balding_nichols(cfg["n_individuals"], cfg["n_snps"], cfg["K"],
-                                             fst=0.1, alpha=0.5, seed=SEED)
+    sim = admixspec.simulate_balding_nichols(cfg["n_individuals"], cfg["n_snps"],
+                                             cfg["K"], fst=0.1, alpha=0.5, seed=SEED)
     G = sim.genotypes.dosage
     alt = np.where(G >= 0, G, 0).sum(axis=0)
     keep = (alt > 0) & (alt < 2 * (G >= 0).sum(axis=0))
@@ -88,7 +88,7 @@ def simulated(size):
 
 
 def warm_up(K, device):
-    """Compile the engine's kernels (numba JIT) on a small fit, so that no row times them."""
+    """Compile the engine's kernels (numba's JIT) on a small fit: no row times that."""
     sim = admixspec.simulate_balding_nichols(60, 600, K, seed=SEED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", admixspec.ConvergenceWarning)
@@ -96,7 +96,7 @@ def warm_up(K, device):
 
 
 def _fit_child(path, K, threads, device, queue):
-    """Child process: one admixspec fit; puts (Q, P, seconds, note) or an error string."""
+    """Child process: one admixspec fit; puts (Q, P, seconds, note) or an error."""
     try:
         G = np.load(path)
         warm_up(K, device)
@@ -139,7 +139,8 @@ def admixspec_gpu(G, K, threads, timeout, workdir):
     warm_up(K, "cuda")
     t = time.perf_counter()
     fit = admixspec.fit_ml(G, K, seed=SEED, threads=threads, device="cuda")
-    return fit.Q, fit.P, time.perf_counter() - t, f"{fit.n_iter} iterations, {description}"
+    dt = time.perf_counter() - t
+    return fit.Q, fit.P, dt, f"{fit.n_iter} iterations, {description}"
 
 
 def _command(args, timeout):
@@ -155,14 +156,15 @@ def _command(args, timeout):
 
 
 def fastmixture(G, K, threads, timeout, workdir):
-    """fastmixture 1.3.0 with its defaults; its P is of the other allele (see ml_speed.py)."""
+    """fastmixture 1.3.0, defaults; its P is of the other allele (see ml_speed.py)."""
     exe = shutil.which("fastmixture")
     if exe is None:
         return "not installed"
     out = Path(workdir) / "fm"
     t = time.perf_counter()
     error = _command([exe, "--bfile", str(Path(workdir) / "data"), "--K", str(K),
-                      "--threads", str(threads), "--seed", "1", "--out", str(out)], timeout)
+                      "--threads", str(threads), "--seed", "1", "--out", str(out)],
+                     timeout)
     if error:
         return error
     dt = time.perf_counter() - t
@@ -171,14 +173,15 @@ def fastmixture(G, K, threads, timeout, workdir):
 
 
 def neural_admixture(G, K, threads, timeout, workdir):
-    """neural-admixture on one GPU; its allele orientation follows the data, so both are tried."""
+    """neural-admixture on one GPU; its allele follows the data, so both are tried."""
     exe = shutil.which("neural-admixture")
     if exe is None:
         return "not installed"
     t = time.perf_counter()
     error = _command([exe, "train", "--k", str(K), "--name", "na", "--data_path",
                       str(Path(workdir) / "data.bed"), "--save_dir", str(workdir),
-                      "--num_gpus", "1", "--threads", str(threads), "--seed", "1"], timeout)
+                      "--num_gpus", "1", "--threads", str(threads), "--seed", "1"],
+                     timeout)
     if error:
         return error
     dt = time.perf_counter() - t
@@ -186,7 +189,8 @@ def neural_admixture(G, K, threads, timeout, workdir):
     P = np.loadtxt(Path(workdir) / f"na.{K}.P")
     P = np.clip(P, admixspec.ml.likelihood.P_MIN, admixspec.ml.likelihood.P_MAX)
     lls = [admixspec.loglikelihood(G, Q, p, threads=threads) for p in (P, 1.0 - P)]
-    return Q, (P, 1.0 - P)[int(np.argmax(lls))], dt, "P orientation: the better of P, 1-P"
+    best = (P, 1.0 - P)[int(np.argmax(lls))]
+    return Q, best, dt, "P orientation: the better of P, 1-P"
 
 
 # short name: (row label, runner, whether it reads the PLINK files)
@@ -204,7 +208,8 @@ def _row(label, out, G, Q_true, threads):
         return f"{label:24s} {'-':>9s} {'-':>18s} {'-':>8s}  {out}"
     Q, P, dt, note = out
     ll = admixspec.loglikelihood(G, Q, P, threads=threads)
-    return f"{label:24s} {dt:9.1f} {ll:18.4f} {admixspec.q_error(Q_true, Q):8.4f}  {note}"
+    err = admixspec.q_error(Q_true, Q)
+    return f"{label:24s} {dt:9.1f} {ll:18.4f} {err:8.4f}  {note}"
 
 
 def run_size(size, args):
@@ -214,7 +219,8 @@ def run_size(size, args):
     tools = {name: tool for name, tool in TOOLS.items() if name not in args.skip}
     print(f"\n== {size}: {G.shape[0]} x {G.shape[1]}, K = {K}, seed {SEED}, "
           f"{args.threads} threads", flush=True)
-    print(f"{'tool':24s} {'wall s':>9s} {'loglik':>18s} {'Q error':>8s}  note", flush=True)
+    header = f"{'tool':24s} {'wall s':>9s} {'loglik':>18s} {'Q error':>8s}  note"
+    print(header, flush=True)
     with tempfile.TemporaryDirectory() as workdir:
         if any(plink for _, _, plink in tools.values()):
             write_plink(Path(workdir) / "data", genotypes)

@@ -57,12 +57,12 @@ def _chunks(total: int, size: int) -> int:
 
 
 def _chunk_length(total: int, size: int) -> int:
-    """``size``, or longer where ``total`` would need more than ``_MAX_GRID_Y`` chunks."""
+    """``size``, or longer where ``total`` needs more than ``_MAX_GRID_Y`` chunks."""
     return max(int(size), -(-total // _MAX_GRID_Y))
 
 
 class CudaBlockNewton:
-    """ADMIXTURE's block relaxation on the device (see :class:`admixspec.ml.newton.BlockNewton`).
+    """ADMIXTURE's block relaxation on the device (as ``ml.newton.BlockNewton``).
 
     One map: the P statistics of every SNP (one sweep), a box-constrained
     Newton step per SNP row, a check of each row's log-likelihood with the
@@ -91,7 +91,7 @@ class CudaBlockNewton:
         self.em_rows = 0
 
     def step(self, Q, P, *, update_p=True):
-        """Apply the map once: ``(Q_new, P_new, loglik of the input)``, as ``BlockNewton.step``."""
+        """Apply the map once: ``(Q_new, P_new, loglik of the input)``."""
         eng = self.engine
         d_Q, d_P = cuda.to_device(Q), cuda.to_device(P)
         if update_p:

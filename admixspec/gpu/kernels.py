@@ -4,9 +4,10 @@ The same arithmetic as the CPU kernels of :mod:`admixspec.ml.likelihood` and
 :mod:`admixspec.ml.newton`, laid out for a GPU. The genotypes are held twice on
 the device, packed four to a byte as in a ``.bed`` (:func:`pack_rows`): ``G``
 (individuals x SNPs, packed along SNPs) and its transpose ``GT`` (SNPs x
-individuals, packed along individuals). Every sum over individuals (the P statistics, per SNP) runs
-one thread per SNP over ``G``, and every sum over SNPs (the Q statistics, per
-individual) one thread per individual over ``GT``: a warp's 32 threads then
+individuals, packed along individuals). Every sum over individuals (the P
+statistics, per SNP) runs one thread per SNP over ``G``, and every sum over
+SNPs (the Q statistics, per individual) one thread per individual over
+``GT``: a warp's 32 threads then
 read 8 neighbouring bytes of one row, and no thread needs another thread's
 partial sums, so the kernels need no warp shuffles or shared memory. The
 second copy costs a quarter byte per genotype (half a byte in all, an eighth
@@ -149,7 +150,7 @@ def _em_frequency(p, a, b):
 
 @functools.cache
 def kernels(K: int) -> types.SimpleNamespace:
-    """The compiled kernels for ``K`` components (numba.cuda needs K fixed at compile time).
+    """The compiled kernels for ``K`` components (numba.cuda needs K at compile time).
 
     Long because numba.cuda sizes a thread's local arrays only by compile-time
     constants: every kernel is a closure over ``K`` (and the sizes derived
