@@ -511,7 +511,9 @@ def run_run(args: argparse.Namespace) -> int:
     With ``--scheduler``, on that Dask cluster (:func:`admixspec.distributed.scheduler`).
     """
     from .distributed import scheduler
+    from .distributed.cluster import device_with_scheduler
 
+    args.device = device_with_scheduler(args.scheduler, args.device)
     with scheduler(args.scheduler, threads=args.threads):
         return _fit_and_write(args)
 

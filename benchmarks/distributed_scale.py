@@ -42,7 +42,8 @@ FIELDS = ["individuals", "snps", "K", "where", "start_s", "fit_s", "iterations",
 def fit(G, K: int, *, threads: int, max_iter: int):
     """The benchmarked fit; returns (result, seconds)."""
     clock = time.perf_counter()
-    result = fit_admixture(G, K, method="ml", seed=1, threads=threads, max_iter=max_iter)
+    result = fit_admixture(G, K, method="ml", seed=1, threads=threads, max_iter=max_iter,
+                           device="cpu")
     return result, time.perf_counter() - clock
 
 
@@ -50,7 +51,8 @@ def warm_up(G, K: int) -> None:
     """One short fit, so that the timed fit pays no import or compile."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # 2 iterations, on purpose
-        fit_admixture(G[:, :256], K, method="ml", seed=1, threads=1, max_iter=2)
+        fit_admixture(G[:, :256], K, method="ml", seed=1, threads=1, max_iter=2,
+                      device="cpu")
 
 
 def in_memory(G, K: int, threads: int, *, max_iter: int) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 
 import numpy as np
 import pytest
@@ -77,6 +78,26 @@ def test_from_bed__workers_read_the_file(client_fixture, sim_fixture, tmp_path):
     Q, P = sim_fixture.Q[rows], sim_fixture.P[columns]
     np.testing.assert_array_equal(chunks.n_observed, (G >= 0).sum(axis=1))
     assert _relative(Engine(chunks, K).loglik(Q, P), Engine(G, K).loglik(Q, P)) < 1e-12
+
+
+def test_use_client__streamed_bed_is_read_by_the_workers(client_fixture, sim_fixture,
+                                                         tmp_path):
+    from admixspec.io.bed_chunks import BedChunks
+
+    write_plink(tmp_path / "sim", sim_fixture.genotypes)
+    m, n = sim_fixture.genotypes.dosage.shape
+    rows, columns = np.arange(0, m, 2), np.arange(50, n)
+    source = BedChunks(tmp_path / "sim.bed", m, n, rows=rows, columns=columns,
+                       chunk_snps=256)
+    Q, P = sim_fixture.Q[rows], sim_fixture.P[columns]
+    want = Engine(source, K).loglik(Q, P)
+    with use_client(client_fixture) as traffic:
+        engine = Engine(source, K)
+        got = engine.loglik(Q, P)
+    assert isinstance(engine.chunks, DaskChunks)
+    assert len(engine.chunks.bounds) == 2  # sized for the cluster, not the stream
+    assert traffic.passes == 1
+    assert _relative(got, want) < 1e-12
 
 
 def test_use_client__fit_equals_in_memory_fit(client_fixture, sim_fixture):
@@ -167,3 +188,25 @@ def test_killed_worker__fit_completes_with_the_in_memory_answer(
     assert "a worker was lost" in caplog.text
     assert _relative(got.loglik, want.loglik) < 1e-8
     np.testing.assert_allclose(got.Q, want.Q, atol=1e-8)
+
+
+def test_cli_scheduler__with_device_cuda_is_a_usage_error(capsys, tmp_path):
+    write_plink(tmp_path / "sim", simulate_balding_nichols(10, 100, 2, seed=1).genotypes)
+    status = main(["run", str(tmp_path / "sim.bed"), "-K", "2", "-q",
+                   "--scheduler", "local:2", "--device", "cuda"])
+    assert status == 2
+    assert capsys.readouterr().err == (
+        "admixspec: error: --scheduler runs the CPU engine's passes on Dask workers; "
+        "it cannot be combined with --device cuda\n")
+
+
+def test_cli_scheduler__without_the_extra_is_one_line_error(capsys, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails
+    write_plink(tmp_path / "sim", simulate_balding_nichols(10, 100, 2, seed=1).genotypes)
+    status = main(["run", str(tmp_path / "sim.bed"), "-K", "2", "-q",
+                   "--scheduler", "local:2"])
+    assert status == 1
+    assert capsys.readouterr().err == (
+        "admixspec: error: running on a Dask cluster (--scheduler) needs distributed: "
+        "pip install 'admixspec[distributed]'\n")

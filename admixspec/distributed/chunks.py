@@ -240,17 +240,47 @@ class DaskChunks:
         """
         from ..io.plink import plink_prefix, read_bim, read_fam
 
-        _distributed()
         prefix = plink_prefix(path)
         n_samples = len(read_fam(prefix.with_suffix(".fam")))
         n_variants = len(read_bim(prefix.with_suffix(".bim")))
         rows = np.arange(n_samples) if rows is None else np.asarray(rows, np.intp)
         columns = np.arange(n_variants) if columns is None else np.asarray(columns,
                                                                            np.intp)
+        return cls._reading(client, prefix.with_suffix(".bed"), n_samples, n_variants,
+                            rows, columns, chunk_snps=chunk_snps, threads=threads,
+                            traffic=traffic)
+
+    @classmethod
+    def from_bed_chunks(cls, client, source, *, chunk_snps=None, threads=1, traffic=None):
+        """The individuals and SNPs of a streamed ``.bed`` source, read by the workers.
+
+        Parameters
+        ----------
+        client : distributed.Client
+        source : admixspec.io.bed_chunks.BedChunks
+            Its file, individuals and SNPs (not its chunk size: the chunks
+            are sized for the cluster, as in :meth:`scatter`).
+        chunk_snps, threads, traffic
+            As in :meth:`from_bed`.
+
+        Returns
+        -------
+        DaskChunks
+        """
+        return cls._reading(client, source.path, source.n_samples, source.n_variants,
+                            np.asarray(source.rows, np.intp),
+                            np.asarray(source.columns, np.intp), chunk_snps=chunk_snps,
+                            threads=threads, traffic=traffic)
+
+    @classmethod
+    def _reading(cls, client, bed, n_samples, n_variants, rows, columns, *, chunk_snps,
+                 threads, traffic):
+        """Chunks that are read-task results (see :meth:`from_bed`)."""
+        _distributed()
         slots = _worker_slots(client)
         m, n = len(rows), len(columns)
         bounds = chunk_bounds(n, chunk_snps or _default_chunk_snps(m, n, len(slots)))
-        bed = str(prefix.with_suffix(".bed"))
+        bed = str(bed)
         futures = [
             client.submit(_read_bed_chunk, bed, n_samples, n_variants, rows,
                           columns[start:stop], workers=[slots[i % len(slots)]],

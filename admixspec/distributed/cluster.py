@@ -7,6 +7,8 @@ import functools
 import logging
 from pathlib import Path
 
+import numpy as np
+
 from ..exceptions import UsageError
 from .chunks import DaskChunks, DistributedError, Traffic, _distributed
 
@@ -24,8 +26,11 @@ def use_client(client, *, chunk_snps=None, threads=1):
 
     Every ML engine built inside the block (the fit, the projection, the
     cross-validation and bootstrap refits, the estimator selection's fits)
-    sends its genotypes to the workers as :class:`DaskChunks` and runs each
-    pass there. What is not a likelihood pass (reading the input, filters,
+    is the CPU engine (a fit's ``device=None`` means ``"cpu"`` here) and puts
+    its genotypes on the workers as :class:`DaskChunks` (an in-memory matrix
+    is sent to them; a ``.bed`` streamed from disk, ``run --memory``, is read
+    by them from the file, which they must see at the same path), and runs
+    each pass there. What is not a likelihood pass (reading the input, filters,
     the spectral stage, start values, the Q Newton step, the SQUAREM
     extrapolation) runs in this process, as without a cluster.
 
@@ -53,18 +58,51 @@ def use_client(client, *, chunk_snps=None, threads=1):
     ...         result = fit_admixture(genotypes, 3, seed=1)  # doctest: +SKIP
     ...     print(traffic.describe())  # doctest: +SKIP
     """
+    from ..gpu import default_device
     from ..ml.chunks import placement
 
     traffic = Traffic()
-    token = placement.set(functools.partial(DaskChunks.scatter, client,
-                                            chunk_snps=chunk_snps, threads=threads,
-                                            traffic=traffic))
+    token = placement.set(functools.partial(_place, client, chunk_snps=chunk_snps,
+                                            threads=threads, traffic=traffic))
     try:
-        yield traffic
+        with default_device("cpu"):  # the workers run the CPU engine's kernels
+            yield traffic
     finally:
         placement.reset(token)
         if traffic.sources:
             logger.info("Dask: %s", traffic.describe())
+
+
+def _place(client, genotypes, **options):
+    """``genotypes`` as :class:`DaskChunks` on ``client``'s workers.
+
+    An int8 matrix is sent to them; a ``.bed`` source streamed from disk
+    (:class:`admixspec.io.bed_chunks.BedChunks`) is read by them from its
+    file; other sources (already :class:`DaskChunks`) are used as they are.
+    """
+    from ..io.bed_chunks import BedChunks
+
+    if isinstance(genotypes, np.ndarray):
+        return DaskChunks.scatter(client, genotypes, **options)
+    if isinstance(genotypes, BedChunks):
+        return DaskChunks.from_bed_chunks(client, genotypes, **options)
+    return genotypes
+
+
+def device_with_scheduler(spec: str | None, device: str) -> str:
+    """``run``'s ``--device`` beside ``--scheduler``: the workers run the CPU engine.
+
+    Examples
+    --------
+    >>> device_with_scheduler("local:2", "auto"), device_with_scheduler(None, "auto")
+    ('cpu', 'auto')
+    """
+    if spec is None:
+        return device
+    if device == "cuda":
+        raise UsageError("--scheduler runs the CPU engine's passes on Dask workers; "
+                         "it cannot be combined with --device cuda")
+    return "cpu"
 
 
 def parse_scheduler(spec: str):

@@ -124,9 +124,10 @@ class InMemoryChunks:
         return [function(self.G, P, *shared)]
 
 
-#: Where :func:`as_chunks` puts an int8 matrix: None keeps it in memory; a
-#: callable ``G -> GenotypeChunks`` places it elsewhere
-#: (:func:`admixspec.distributed.use_client` sets one that sends it to Dask workers).
+#: Where :func:`as_chunks` puts genotypes: None keeps them where they are (an
+#: int8 matrix in memory); a callable ``genotypes -> GenotypeChunks`` places them
+#: elsewhere (:func:`admixspec.distributed.use_client` sets one that puts them on
+#: Dask workers).
 placement: contextvars.ContextVar = contextvars.ContextVar("admixspec_chunk_placement",
                                                           default=None)
 
@@ -142,9 +143,11 @@ def as_chunks(genotypes) -> GenotypeChunks:
     -------
     GenotypeChunks
     """
+    place = placement.get()
+    if place is not None:
+        return place(genotypes)
     if isinstance(genotypes, np.ndarray):
-        place = placement.get()
-        return InMemoryChunks(genotypes) if place is None else place(genotypes)
+        return InMemoryChunks(genotypes)
     return genotypes
 
 
