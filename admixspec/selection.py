@@ -15,8 +15,10 @@ break its premise and bias it. The two failures leave one observable trace:
 * a biased spectral estimate's P misses structure that ML's captures, so it
   predicts new individuals worse than ML's P.
 
-:func:`choose_estimator` holds out a random, seeded quarter of the individuals,
-fits both estimators on the others, places each held-out individual by maximum
+:func:`choose_estimator` holds out a random, seeded quarter of the individuals
+(below 200 individuals: every individual once, in four folds, so that the
+comparison always pools at least 50 held-out individuals where there are that
+many), fits both estimators on the others, places each held-out individual by maximum
 likelihood with each fit's P fixed (:func:`admixspec.ml.project.project`), and
 keeps the spectral estimate only when its P predicts the held-out genotypes
 *substantially* better: with ``d`` the held-out individuals' mean
@@ -25,8 +27,8 @@ deviation of those gains (a standardised effect size), the spectral estimate is
 kept when ``d <= EFFECT_THRESHOLD``. A tie goes to ML, whose answer is then also
 ADMIXTURE's. An effect size rather than a z-score (``d`` times the square root
 of the held-out count), because the question is how much better, not how sure:
-a fixed z threshold asks for a larger loss at 12 held-out individuals than at
-50, and so kept ML's overfitted Q on the seed paper's 50-individual setting.
+a fixed z threshold asks for a larger loss from fewer held-out individuals, and
+so kept ML's overfitted Q on the seed paper's 50-individual setting.
 docs/method.md ("Choosing the estimator") gives the measurements behind the
 rule and its threshold.
 """
@@ -58,8 +60,14 @@ HOLDOUT_FRACTION = 0.25
 #: benchmarks/realistic_suite.py (docs/benchmarks.md): the threshold whose
 #: default came closest to the better estimator on every setting.
 EFFECT_THRESHOLD = -0.57
-#: Fewest held-out individuals for a comparison (a z-test over fewer is noise).
+#: Fewest held-out individuals for a comparison (an effect size over fewer is noise).
 MIN_HELD_OUT = 8
+#: Held-out individuals the comparison pools when there are that many: below
+#: ``MIN_COMPARED / HOLDOUT_FRACTION`` individuals one random quarter is too few
+#: for a stable effect size (its standard error is about one over the square
+#: root of the count), so every individual is held out once, in
+#: ``1 / HOLDOUT_FRACTION`` folds, each with its own training fit.
+MIN_COMPARED = 50
 #: Log-likelihood gain per observed genotype that stops the training ML fit: the
 #: comparison needs its P, not its last digits (measured on the suite: z-scores
 #: move by < 0.05 from tol = 1e-4 to this, at a third of the iterations).
@@ -126,10 +134,41 @@ def individual_logliks(G, Q, P, *, threads=None) -> np.ndarray:
     return total
 
 
-def _split(m, rng):
-    held_out = max(MIN_HELD_OUT, int(round(HOLDOUT_FRACTION * m)))
-    test = np.sort(rng.choice(m, size=held_out, replace=False))
-    return np.setdiff1d(np.arange(m), test), test
+def _held_out_folds(m, rng) -> list[np.ndarray]:
+    """Disjoint sorted sets of held-out individuals (see :data:`MIN_COMPARED`).
+
+    One random quarter when that holds at least ``MIN_COMPARED`` individuals;
+    else every individual once, in ``1 / HOLDOUT_FRACTION`` folds.
+    """
+    held_out = max(MIN_HELD_OUT, round(HOLDOUT_FRACTION * m))
+    if held_out >= MIN_COMPARED:
+        return [np.sort(rng.choice(m, size=held_out, replace=False))]
+    order = rng.permutation(m)
+    return [np.sort(fold) for fold in np.array_split(order, round(1 / HOLDOUT_FRACTION))]
+
+
+def _compare_on_fold(G, test, Q_spectral, fit_p, rng, *, tol, max_iter, threads):
+    """ML's held-out log-likelihood gain over the spectral P, one per held-out individual.
+
+    Returns ``(gains, Q_start, P_start)``: the training ML fit's P, its Q of the
+    training individuals and the held-out individuals' projections onto that P.
+    """
+    train = np.setdiff1d(np.arange(G.shape[0]), test)
+    G_train, G_test = G[train], G[test]
+    P_spectral = np.clip(fit_p(G_train, Q_spectral[train]), P_MIN, P_MAX)
+    train_tol = max(tol, TRAIN_TOL_PER_GENOTYPE * np.count_nonzero(G_train >= 0))
+    with warnings.catch_warnings():
+        # these fits only score P; the user's own fit warns about its convergence
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ml = fit_ml(G_train, Q_spectral.shape[1], Q0=Q_spectral[train], tol=train_tol,
+                    max_iter=max_iter, seed=int(rng.integers(0, 2**31)), threads=threads)
+        placed = [project(G_test, P, tol=tol, max_iter=max_iter, threads=threads)
+                  for P in (P_spectral, ml.P)]
+    spectral, likelihood = (individual_logliks(G_test, Q, P, threads=threads)
+                            for Q, P in zip(placed, (P_spectral, ml.P)))
+    Q_start = np.empty_like(Q_spectral)
+    Q_start[train], Q_start[test] = ml.Q, placed[1]
+    return likelihood - spectral, Q_start, ml.P
 
 
 def choose_estimator(G, Q_spectral, fit_p, *, seed=None, tol=1e-4, max_iter=1000,
@@ -170,34 +209,30 @@ def choose_estimator(G, Q_spectral, fit_p, *, seed=None, tol=1e-4, max_iter=1000
             "likelihood (identifiable or not, the spectral estimate cannot be checked)"),
             {"held_out": 0})
     rng = np.random.default_rng(seed)
-    train, test = _split(m, rng)
-    G_train, G_test = G[train], G[test]
-    P_spectral = np.clip(fit_p(G_train, Q_spectral[train]), P_MIN, P_MAX)
-    train_tol = max(tol, TRAIN_TOL_PER_GENOTYPE * np.count_nonzero(G_train >= 0))
-    logger.info("choosing the estimator: maximum likelihood on %d individuals, %d held "
-                "out", len(train), len(test))
-    with warnings.catch_warnings():
-        # these fits only score P; the user's own fit warns about its convergence
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        ml = fit_ml(G_train, Q_spectral.shape[1], Q0=Q_spectral[train], tol=train_tol,
-                    max_iter=max_iter, seed=int(rng.integers(0, 2**31)), threads=threads)
-        placed = [project(G_test, P, tol=tol, max_iter=max_iter, threads=threads)
-                  for P in (P_spectral, ml.P)]
-    spectral, likelihood = (individual_logliks(G_test, Q, P, threads=threads)
-                            for Q, P in zip(placed, (P_spectral, ml.P)))
-    Q_start = np.empty_like(Q_spectral)
-    Q_start[train], Q_start[test] = ml.Q, placed[1]
-    difference = likelihood - spectral
+    folds = _held_out_folds(m, rng)
+    logger.info("choosing the estimator: maximum likelihood without %s held-out "
+                "individuals, %d fold(s)", "/".join(str(len(f)) for f in folds),
+                len(folds))
+    differences, ml_start = [], None
+    for test in folds:
+        gains, Q_start, P_start = _compare_on_fold(
+            G, test, Q_spectral, fit_p, rng, tol=tol, max_iter=max_iter, threads=threads)
+        differences.append(gains)
+        if ml_start is None:  # the full fit starts from the first fold's
+            ml_start = (Q_start, P_start)
+    difference = np.concatenate(differences)
     mean = float(difference.mean())
     sd = float(difference.std(ddof=1))
     # identical predictions: a tie
     effect = mean / sd if sd > 0 else 0.0
     z = effect * np.sqrt(len(difference))
-    evidence = {"held_out": int(len(test)), "gain_per_individual": mean,
+    evidence = {"held_out": len(difference), "folds": len(folds),
+                "gain_per_individual": mean,
                 "gain_se": sd / np.sqrt(len(difference)), "effect": float(effect),
                 "effect_threshold": EFFECT_THRESHOLD, "z": float(z),
                 "seconds": time.perf_counter() - clock}
-    summary = (f"held-out individuals ({len(test)} of {m}) placed on ML's allele "
+    summary = (f"held-out individuals ({len(difference)} of {m}, {len(folds)} "
+               f"fold(s)) placed on ML's allele "
                f"frequencies gain {mean:.2f} log-likelihood units each over the "
                f"spectral ones, standard deviation {sd:.2f} (effect {effect:.2f}, "
                f"z = {z:.1f}; spectral kept at effect <= {EFFECT_THRESHOLD:g})")
@@ -206,8 +241,8 @@ def choose_estimator(G, Q_spectral, fit_p, *, seed=None, tol=1e-4, max_iter=1000
         return EstimatorChoice(
             "spectral+ml", f"{summary}: ML's allele frequencies predict new "
             f"individuals {verdict} the spectral ones; maximum likelihood, as ADMIXTURE",
-            evidence, (Q_start, ml.P))
+            evidence, ml_start)
     return EstimatorChoice(
         "spectral", f"{summary}: maximum likelihood overfits along directions the "
         "likelihood cannot identify; keeping the spectral estimate",
-        evidence, (Q_start, ml.P))
+        evidence, ml_start)

@@ -7,7 +7,12 @@ from admixspec import simulate_balding_nichols
 from admixspec.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
 from admixspec.model import _p_given_q, fit_admixture
-from admixspec.selection import EFFECT_THRESHOLD, choose_estimator, individual_logliks
+from admixspec.selection import (
+    EFFECT_THRESHOLD,
+    _held_out_folds,
+    choose_estimator,
+    individual_logliks,
+)
 
 from .reference import simulate_structured
 
@@ -52,7 +57,8 @@ class TestChooseEstimator:
         Q = fit_admixture(G, 2, seed=0, refine=False).Q
         first = choose_estimator(G, Q, _spectral_p, seed=5)
         second = choose_estimator(G, Q, _spectral_p, seed=5)
-        assert first.evidence["held_out"] == 10
+        assert first.evidence["held_out"] == 40  # every individual, in 4 folds
+        assert first.evidence["folds"] == 4
         assert first.evidence["effect"] == second.evidence["effect"]
 
     def test_too_few_individuals__maximum_likelihood(self):
@@ -60,6 +66,18 @@ class TestChooseEstimator:
         choice = choose_estimator(G, np.full((10, 2), 0.5), _spectral_p, seed=0)
         assert choice.estimator == "spectral+ml"
         assert "too few" in choice.reason
+
+
+class TestHeldOutFolds:
+    def test_small_data__hold_out_everyone_once(self):
+        folds = _held_out_folds(60, np.random.default_rng(0))
+        assert len(folds) == 4
+        np.testing.assert_array_equal(np.sort(np.concatenate(folds)), np.arange(60))
+
+    def test_large_data__hold_out_one_random_quarter(self):
+        folds = _held_out_folds(400, np.random.default_rng(0))
+        assert len(folds) == 1
+        assert len(folds[0]) == 100 == len(np.unique(folds[0]))
 
 
 class TestIndividualLogliks:
