@@ -16,14 +16,17 @@ ways:
 ``anchored-min1000``
     ``anchored`` with windows of fewer than 1,000 SNPs skipped (the default skips
     those under 200: ``admixspec.model._MIN_MOMENT_SNPS``).
-``privacy-<t>-<f>-x<i>``
-    ``anchored``, then ``i`` second passes whose moment SNPs are those whose counted
-    allele is private to one component under the previous estimate: with P the
-    least-squares frequencies of *all* SNPs given the previous Q, the allele (of the
-    two) with the larger ``max_k p_k / sum_k p_k`` is counted, and SNPs are kept where
-    that share is at least ``t`` and the minor-allele frequency at most ``f``
-    (whitening anchored as above). Kept here, not in the library: it did not help
-    consistently (see docs/method.md, "Anchored whitening").
+``privacy-gated-x<i>``
+    ``anchored``, then ``i`` chained privacy passes
+    (:func:`admixspec.spectral.estimate.privacy_pass`: moment SNPs whose counted
+    allele the previous estimate's least-squares P, from *all* SNPs, places in one
+    component — share ``max_k p_k / sum_k p_k`` at least 0.9, minor-allele frequency
+    at most 0.1 — whitening anchored as above); a pass replaces the window's estimate
+    only when its tensor is closer to orthogonally decomposable (lower
+    :func:`admixspec.spectral.estimate.window_score`):
+    ``spectral_scan(privacy_passes=i)``.
+``privacy-forced-x<i>``
+    The same passes from the ``anchored`` Q, the last one kept whatever its score.
 
 Usage::
 
@@ -53,98 +56,54 @@ from realistic_suite import load_setting
 from admixspec import model
 from admixspec.genotypes import allele_counts
 from admixspec.metrics import q_error
-from admixspec.ml.initial import p_given_q
-from admixspec.spectral.denoise import whiten_in_subspace
 from admixspec.spectral.estimate import (
     column_space,
+    privacy_pass,
     rare_allele_snps,
     snp_sample,
-    spectral_pass,
     spectral_scan,
 )
-from admixspec.spectral.moments import frequency_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 CSV_PATH = ROOT / "benchmarks" / "results" / "spectral_second_pass.csv"
 K = 3
 SEED = 0
 DEFAULT_SETTINGS = ("ooa", "papuan", "american", "bn", "paper-a1", "paper-a10")
-#: (share threshold t, largest minor-allele frequency f, passes i) of the second pass.
-PRIVACY_VARIANTS = ((0.9, 0.1, 1), (0.9, 0.5, 1), (0.9, 0.1, 2))
 
 
-#: Scan variants: name -> (anchor, smallest window in SNPs; None: the default's).
-SCAN_VARIANTS = {"window": (False, None), "anchored": (True, None),
-                 "anchored-min1000": (True, 1000)}
+#: Scan variants: name -> (anchor, privacy passes, smallest window in SNPs; None:
+#: the default's).
+SCAN_VARIANTS = {"window": (False, 0, None), "anchored": (True, 0, None),
+                 "anchored-min1000": (True, 0, 1000), "privacy-gated-x1": (True, 1, None),
+                 "privacy-gated-x2": (True, 2, None)}
 
 
-def spectral_q(dosage, *, anchor, min_snps=None):
-    """Q of the default spectral estimate, with the windows anchored or not."""
-    scan = functools.partial(spectral_scan, anchor=anchor)
+def spectral_q(dosage, *, anchor, privacy_passes=0, min_snps=None):
+    """Q of the default spectral estimate with the scan's options set."""
+    scan = functools.partial(spectral_scan, anchor=anchor, privacy_passes=privacy_passes)
     floor = model._MIN_MOMENT_SNPS if min_snps is None else min_snps
     with mock.patch.object(model, "spectral_scan", scan), \
             mock.patch.object(model, "_MIN_MOMENT_SNPS", floor):
         return model.fit_admixture(dosage, K, refine=False, seed=SEED, threads=1).Q
 
 
-def private_allele_snps(dosage, Q, counts, *, threshold, max_frequency):
-    """SNPs whose counted allele's estimated frequency sits in one component.
-
-    Returns
-    -------
-    snps : numpy.ndarray of int
-    flip : numpy.ndarray of bool
-        Count the other allele where its share is the more concentrated one.
-    """
-    P = p_given_q(dosage, Q)  # (n, K), least squares from all individuals
-
-    def share(F):
-        return F.max(axis=1) / np.maximum(F.sum(axis=1), 1e-12)
-
-    counted_share, other_share = share(P), share(1.0 - P)
-    flip = other_share > counted_share
-    privacy = np.where(flip, other_share, counted_share)
-    rare, _ = rare_allele_snps(*counts, max_frequency=max_frequency)
-    keep = rare[privacy[rare] >= threshold]
-    return keep, flip[keep]
-
-
-def second_pass(dosage, Q, subspace, counts, sample, rescore, *, threshold, max_frequency):
-    """One spectral pass on :func:`private_allele_snps`, whitened in ``subspace``."""
-    snps, flip = private_allele_snps(dosage, Q, counts, threshold=threshold,
-                                     max_frequency=max_frequency)
-    projected = np.zeros((K, K))
-    diagonal = np.zeros(dosage.shape[0])
-    for _, x in frequency_blocks(dosage, snps=snps, flip=flip):
-        z = subspace.T @ x
-        projected += z @ z.T
-        diagonal += np.einsum("ij,ij->i", x, x)
-    white = whiten_in_subspace(projected / len(snps), diagonal / len(snps), subspace)
-    result = spectral_pass(dosage, K, snps, flip, sample=sample, rescore_sample=rescore,
-                           whitening=white, seed=SEED)
-    return result.Q, len(snps)
-
-
-def privacy_passes(dosage, Q, counts):
-    """Q error inputs of every :data:`PRIVACY_VARIANTS` entry, from the anchored Q."""
+def forced_privacy_passes(dosage, Q, n_passes):
+    """``n_passes`` chained :func:`privacy_pass` es from ``Q``, the last one kept."""
     m, n = dosage.shape
     rng = np.random.default_rng(SEED)
     size = int(np.clip(model._SCORING_ENTRIES // m, 500, n))  # as the default's scan
     sample = snp_sample(dosage, size, rng)
     rescore = snp_sample(dosage, min(n, 10 * size), rng)
+    counts = allele_counts(dosage)
     rare, flip = rare_allele_snps(*counts, max_frequency=0.5)
     subspace, _ = column_space(dosage, K, rare, flip)
-    out = {}
-    for threshold, max_frequency, passes in PRIVACY_VARIANTS:
-        current = Q
-        for _ in range(passes):
-            estimate, _ = second_pass(dosage, current, subspace, counts, sample, rescore,
-                                      threshold=threshold, max_frequency=max_frequency)
-            if estimate is None:  # fewer than K candidates: keep the previous Q
-                break
-            current = estimate
-        out[f"privacy-{threshold:g}-{max_frequency:g}-x{passes}"] = current
-    return out
+    for _ in range(n_passes):
+        result = privacy_pass(dosage, K, Q, subspace, sample=sample, rescore_sample=rescore,
+                              counts=counts, seed=SEED)
+        if result is None or result.Q is None:  # keep the previous Q
+            break
+        Q = result.Q
+    return Q
 
 
 def evaluate(name, replicate):
@@ -152,16 +111,15 @@ def evaluate(name, replicate):
     dosage, Q_true = load_setting(name, replicate)
     row = {"setting": name, "replicate": replicate}
     estimates = {}
-    for variant, (anchor, min_snps) in SCAN_VARIANTS.items():
+    for variant, (anchor, passes, min_snps) in SCAN_VARIANTS.items():
         clock = time.perf_counter()
-        estimates[variant] = spectral_q(dosage, anchor=anchor, min_snps=min_snps)
+        estimates[variant] = spectral_q(dosage, anchor=anchor, privacy_passes=passes,
+                                        min_snps=min_snps)
         row[f"{variant}_seconds"] = time.perf_counter() - clock
         row[f"{variant}_error"] = q_error(Q_true, estimates[variant])
-    clock = time.perf_counter()
-    for variant, Q in privacy_passes(dosage, estimates["anchored"],
-                                     allele_counts(dosage)).items():
-        row[f"{variant}_error"] = q_error(Q_true, Q)
-    row["privacy_seconds"] = time.perf_counter() - clock
+    for passes in (1, 2):
+        Q = forced_privacy_passes(dosage, estimates["anchored"], passes)
+        row[f"privacy-forced-x{passes}_error"] = q_error(Q_true, Q)
     return row
 
 
