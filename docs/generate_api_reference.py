@@ -34,6 +34,7 @@ PACKAGES = {
     "admixspec.ml": "the maximum-likelihood engine: likelihood kernels, starts, EM, "
     "cross-validation, bootstrap, projection",
     "admixspec.gpu": "the likelihood engine on a CUDA GPU, and the choice of device",
+    "admixspec.distributed": "the likelihood passes on a Dask cluster",
 }
 
 

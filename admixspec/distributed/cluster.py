@@ -12,7 +12,7 @@ import numpy as np
 from ..exceptions import UsageError
 from .chunks import DaskChunks, DistributedError, Traffic, _distributed
 
-__all__ = ["connect", "parse_scheduler", "scheduler", "use_client"]
+__all__ = ["connect", "device_with_scheduler", "parse_scheduler", "scheduler", "use_client"]
 
 logger = logging.getLogger("admixspec")
 
