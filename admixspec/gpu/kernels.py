@@ -72,8 +72,41 @@ def _device_twins():
 
 #: Code of a missing genotype in the packed matrices (0, 1, 2 are the dosage).
 MISSING_CODE = 3
-# Rows packed per step of pack_rows (bounds its temporary arrays).
-_PACK_ROWS = 1024
+# SNPs per task of the transposing packer (64 int8 genotypes: one cache line).
+_PACK_BLOCK = 64
+
+
+@numba.njit(cache=True, inline="always")
+def _code(g):
+    return MISSING_CODE if g < 0 else g
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _pack(G, out):
+    """out[r, b] holds G[r, 4b : 4b + 4], 2 bits each (missing past the last column)."""
+    rows, cols = G.shape
+    for r in numba.prange(rows):
+        for b in range(out.shape[1]):
+            byte = 0
+            for s in range(4):
+                c = 4 * b + s
+                byte |= (_code(G[r, c]) if c < cols else MISSING_CODE) << (2 * s)
+            out[r, b] = byte
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _pack_transposed(G, out):
+    """out[j, b] holds G[4b : 4b + 4, j]; each task reads 64 SNPs' columns row by row."""
+    m, n = G.shape
+    for task in numba.prange(-(-n // _PACK_BLOCK)):
+        j0 = task * _PACK_BLOCK
+        for b in range(out.shape[1]):
+            for j in range(j0, min(j0 + _PACK_BLOCK, n)):
+                byte = 0
+                for s in range(4):
+                    i = 4 * b + s
+                    byte |= (_code(G[i, j]) if i < m else MISSING_CODE) << (2 * s)
+                out[j, b] = byte
 
 
 def pack_rows(G: np.ndarray, *, transpose: bool = False) -> np.ndarray:
@@ -84,7 +117,7 @@ def pack_rows(G: np.ndarray, *, transpose: bool = False) -> np.ndarray:
     G : numpy.ndarray, int8, shape (n_individuals, n_snps)
         Dosage 0/1/2, -1 for missing (stored as :data:`MISSING_CODE`).
     transpose : bool
-        Pack ``G.T`` (rows are SNPs) instead, without forming ``G.T`` whole.
+        Pack ``G.T`` (rows are SNPs) instead, without forming ``G.T``.
 
     Returns
     -------
@@ -97,15 +130,10 @@ def pack_rows(G: np.ndarray, *, transpose: bool = False) -> np.ndarray:
     >>> pack_rows(np.array([[0, 1, 2, -1, 2]], dtype=np.int8))
     array([[228, 254]], dtype=uint8)
     """
+    G = np.ascontiguousarray(G, dtype=np.int8)
     rows, cols = (G.shape[1], G.shape[0]) if transpose else G.shape
     out = np.empty((rows, -(-cols // 4)), dtype=np.uint8)
-    for r0 in range(0, rows, _PACK_ROWS):
-        block = G[:, r0:r0 + _PACK_ROWS].T if transpose else G[r0:r0 + _PACK_ROWS]
-        codes = np.where(block < 0, MISSING_CODE, block).astype(np.uint8)
-        codes = np.pad(codes, ((0, 0), (0, (-cols) % 4)), constant_values=MISSING_CODE)
-        codes = codes.reshape(codes.shape[0], -1, 4)
-        out[r0:r0 + codes.shape[0]] = (codes[..., 0] | codes[..., 1] << 2
-                                       | codes[..., 2] << 4 | codes[..., 3] << 6)
+    (_pack_transposed if transpose else _pack)(G, out)
     return out
 
 
