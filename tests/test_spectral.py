@@ -141,7 +141,6 @@ class TestPrivacyPass:
     def test_privacy_pass__anchored_and_accurate_on_private_alleles(self):
         dosage, Q, _ = _simulate("private", alpha=1.0)
         counts = allele_counts(dosage)
-        snps, flip = _all_polymorphic(dosage)
         rng = np.random.default_rng(0)
         sample, rescore = snp_sample(dosage, 4000, rng), snp_sample(dosage, 12000, rng)
         subspace = np.linalg.qr(Q)[0]
