@@ -33,19 +33,20 @@ _SCRIPT = textwrap.dedent(
         # no GPU: device functions compile for the capability asked of compile_ptx
         dispatcher.get_current_device = lambda: types.SimpleNamespace(
             compute_capability=(9, 0))
-    from admixspec.gpu.kernels import _fill_zero, kernels
+    from admixspec.gpu.kernels import _fill_zero, _sum_chunks_kernel, kernels
 
-    u8, f2, f1 = nt.uint8[:, ::1], nt.float64[:, ::1], nt.float64[::1]
+    u8, f3 = nt.uint8[:, ::1], nt.float64[:, :, ::1]
+    f2, f1 = nt.float64[:, ::1], nt.float64[::1]
     i1, i, b = nt.int64[::1], nt.int64, nt.boolean
     signatures = {
-        "snp_em": (u8, f2, f2, i1, i, f2, f2, f1, b),
-        "ind_em": (u8, f2, f2, i1, i, f2, f1),
+        "snp_em": (u8, f2, f2, i1, i, f3, f3, f2, b),
+        "ind_em": (u8, f2, f2, i1, i, f3, f2),
         "p_em": (f2, f2, f2, i1, f2),
-        "snp_loglik": (u8, f2, f2, i, f1),
-        "p_stats": (u8, f2, f2, i1, i1, i, f2, f2, f2, f1),
+        "snp_loglik": (u8, f2, f2, i, f2),
+        "p_stats": (u8, f2, f2, i1, i1, i, f3, f3, f3, f2),
         "p_newton": (f2, f2, f2, i1, i1, f2),
         "p_fallback": (f2, f2, f2, f1, f1, f2, i1),
-        "q_stats": (u8, f2, f2, i1, i1, i, f2),
+        "q_stats": (u8, f2, f2, i1, i1, i, f3),
     }
     for K in (2, 5):
         compiled = kernels(K)
@@ -53,6 +54,7 @@ _SCRIPT = textwrap.dedent(
             cuda.compile_ptx(getattr(compiled, name).py_func, signature, cc=(9, 0))
     for signature in ((f1,), (i1,)):
         cuda.compile_ptx(_fill_zero.py_func, signature, cc=(9, 0))
+    cuda.compile_ptx(_sum_chunks_kernel.py_func, (f2, f1), cc=(9, 0))
     print("compiled")
     """
 )

@@ -9,9 +9,11 @@ orientations, see :mod:`admixspec.gpu.kernels`); Q and P travel to it and
 back once per pass, as the float64 arrays the accelerators compute with
 (for 500,000 SNPs and K = 5, 20 MB each way).
 
-The chunk lengths give a grid of 300,000 threads or more at 2,000 x 100,000
-(an H100 holds 270,000 at once), and add each chunk's sums with one float64
-atomic per output entry.
+Each kernel's threads sweep chunks of rows sized for about a million threads
+in all (:data:`TARGET_THREADS`), and each chunk's sums are written apart and
+added in chunk order (:func:`admixspec.gpu.kernels.sum_chunks`): the partial
+sums take about ``TARGET_THREADS`` x (2 K + K(K+1)/2 + 1) float64 (210 MB at
+K = 5), and a fit gives the same bits run after run.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from numba import cuda
 
 from ..ml.likelihood import Engine, project_q
 from ..ml.newton import _q_newton_kernel, triangle_pairs
-from .kernels import THREADS_PER_BLOCK, kernels, pack_rows, zeros
+from .kernels import THREADS_PER_BLOCK, kernels, pack_rows, sum_chunks, zeros
 
 __all__ = ["CudaBlockNewton", "CudaEngine"]
 
-#: Individuals one thread of a per-SNP kernel sweeps (a chunk of the grid's y axis).
-ROWS_PER_THREAD = 256
-#: SNPs one thread of a per-individual kernel sweeps.
-COLS_PER_THREAD = 512
+#: Threads a per-SNP or per-individual kernel aims at (an H100 holds 270,000 at once).
+TARGET_THREADS = 1 << 20
+# Fewest rows a chunk holds by default.
+_MIN_CHUNK = 32
 
 
 # The most blocks a grid's y axis takes (CUDA's limit).
@@ -56,9 +58,16 @@ def _chunks(total: int, size: int) -> int:
     return max(1, -(-total // size))
 
 
-def _chunk_length(total: int, size: int) -> int:
-    """``size``, or longer where ``total`` needs more than ``_MAX_GRID_Y`` chunks."""
-    return max(int(size), -(-total // _MAX_GRID_Y))
+def _chunk_length(threads: int, total: int, size: int | None = None) -> int:
+    """Rows of ``total`` one thread sweeps, ``threads`` threads to a chunk.
+
+    ``size`` if given, else enough chunks for ``TARGET_THREADS`` threads in all
+    (but none under ``_MIN_CHUNK`` rows); never more than ``_MAX_GRID_Y`` chunks.
+    """
+    if size is None:
+        n_chunks = min(-(-TARGET_THREADS // max(threads, 1)), -(-total // _MIN_CHUNK))
+        size = -(-total // max(n_chunks, 1))
+    return max(int(size), -(-total // _MAX_GRID_Y), 1)
 
 
 class CudaBlockNewton:
@@ -101,9 +110,11 @@ class CudaBlockNewton:
             d_P_new, P_new = d_P, P
             ll = float(eng.snp_logliks(d_Q, d_P).copy_to_host().sum())
             self.sweeps += 1
-        stats = zeros((eng.m, eng.K + len(self.tri_r)))
-        _launch(eng.kernels.q_stats, eng.m, _chunks(eng.n, eng.cols),
+        n_chunks = _chunks(eng.n, eng.cols)
+        stats = zeros((n_chunks, eng.m, eng.K + len(self.tri_r)))
+        _launch(eng.kernels.q_stats, eng.m, n_chunks,
                 eng.d_GT, d_Q, d_P_new, *eng.d_tri, eng.cols, stats)
+        stats = sum_chunks(stats)
         self.sweeps += 1
         eng.passes += 1
         Q_new = np.empty_like(Q)
@@ -117,12 +128,12 @@ class CudaBlockNewton:
         """The P half of the map on the device: new P and the input's log-likelihood."""
         eng = self.engine
         n, K = eng.n, eng.K
-        gP = zeros((n, K))
-        A = zeros((n, K))
-        HP = zeros((n, len(self.tri_r)))
-        ll_old = zeros(n)
-        _launch(eng.kernels.p_stats, n, _chunks(eng.m, eng.rows),
+        c = _chunks(eng.m, eng.rows)
+        gP, A, HP = zeros((c, n, K)), zeros((c, n, K)), zeros((c, n, len(self.tri_r)))
+        ll_old = zeros((c, n))
+        _launch(eng.kernels.p_stats, n, c,
                 eng.d_G, d_Q, d_P, *eng.d_tri, eng.rows, gP, HP, A, ll_old)
+        gP, A, HP, ll_old = (sum_chunks(x) for x in (gP, A, HP, ll_old))
         d_P_new = cuda.device_array((n, K))
         _launch(eng.kernels.p_newton, n, 1, d_P, gP, HP, *eng.d_tri, d_P_new)
         ll_new = eng.snp_logliks(d_Q, d_P_new)
@@ -143,8 +154,9 @@ class CudaEngine(Engine):
     K : int
         Number of components.
     rows_per_thread, cols_per_thread : int, optional
-        Chunk lengths of the per-SNP and per-individual kernels (tests use
-        small ones to cover the chunked sums on tiny data).
+        Chunk lengths of the per-SNP and per-individual kernels (default: sized
+        by :data:`TARGET_THREADS`; tests give small ones to cover the chunked
+        sums on tiny data).
 
     Notes
     -----
@@ -155,11 +167,11 @@ class CudaEngine(Engine):
     #: The block-relaxation map for this engine (see :mod:`admixspec.ml.refine`).
     newton_map = CudaBlockNewton
 
-    def __init__(self, G: np.ndarray, K: int, *, rows_per_thread: int = ROWS_PER_THREAD,
-                 cols_per_thread: int = COLS_PER_THREAD):
+    def __init__(self, G: np.ndarray, K: int, *, rows_per_thread: int | None = None,
+                 cols_per_thread: int | None = None):
         super().__init__(G, K)
-        self.rows = _chunk_length(self.m, rows_per_thread)
-        self.cols = _chunk_length(self.n, cols_per_thread)
+        self.rows = _chunk_length(self.n, self.m, rows_per_thread)
+        self.cols = _chunk_length(self.m, self.n, cols_per_thread)
         self.kernels = kernels(self.K)
         self.d_G = cuda.to_device(pack_rows(G))
         self.d_GT = cuda.to_device(pack_rows(G, transpose=True))
@@ -177,10 +189,10 @@ class CudaEngine(Engine):
 
     def snp_logliks(self, d_Q, d_P):
         """Device array (n_snps,) of each SNP's log-likelihood at device (Q, P)."""
-        ll = zeros(self.n)
-        _launch(self.kernels.snp_loglik, self.n, _chunks(self.m, self.rows),
-                self.d_G, d_Q, d_P, self.rows, ll)
-        return ll
+        c = _chunks(self.m, self.rows)
+        ll = zeros((c, self.n))
+        _launch(self.kernels.snp_loglik, self.n, c, self.d_G, d_Q, d_P, self.rows, ll)
+        return sum_chunks(ll)
 
     def loglik(self, Q, P) -> float:
         """Log-likelihood of (Q, P) over all SNPs."""
@@ -202,10 +214,12 @@ class CudaEngine(Engine):
         ll = float("nan")
         P_new = P
         if update_p or want_ll:
-            A, B = zeros((self.n, self.K)), zeros((self.n, self.K))
-            ll_snp = zeros(self.n)
-            _launch(self.kernels.snp_em, n_cols, _chunks(self.m, self.rows),
+            c = _chunks(self.m, self.rows)
+            A, B = zeros((c, self.n, self.K)), zeros((c, self.n, self.K))
+            ll_snp = zeros((c, self.n))
+            _launch(self.kernels.snp_em, n_cols, c,
                     self.d_G, d_Q, d_P, d_cols, self.rows, A, B, ll_snp, want_ll)
+            A, B, ll_snp = sum_chunks(A), sum_chunks(B), sum_chunks(ll_snp)
             if want_ll:
                 ll = float(ll_snp.copy_to_host().sum())
             if update_p:
@@ -220,11 +234,11 @@ class CudaEngine(Engine):
 
     def _q_update(self, Q, d_Q, d_P, d_cols, partial, Q_fixed_rows):
         """The EM update of Q from the swept SNPs (the CPU engine's formula)."""
-        acc = zeros((self.m, self.K))
-        obs = zeros(self.m)
-        n_cols = d_cols.shape[0]
-        _launch(self.kernels.ind_em, self.m, _chunks(n_cols, self.cols),
+        c = _chunks(d_cols.shape[0], self.cols)
+        acc, obs = zeros((c, self.m, self.K)), zeros((c, self.m))
+        _launch(self.kernels.ind_em, self.m, c,
                 self.d_GT, d_Q, d_P, d_cols, self.cols, acc, obs)
+        acc, obs = sum_chunks(acc), sum_chunks(obs)
         acc = acc.copy_to_host()
         obs = obs.copy_to_host() if partial else self.n_obs
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -15,9 +15,11 @@ of a float32 matrix) and one more read of the genotypes per pass, which is
 cheap beside the ~10 K floating-point operations each genotype costs.
 
 Each thread sweeps a chunk of rows (``rows`` individuals, or ``cols`` SNPs)
-so that a grid has enough blocks to fill the device; chunks add their sums
-into the output with float64 atomics. All arithmetic is float64, as on the
-CPU, so a GPU fit reproduces a CPU fit.
+so that a grid has enough blocks to fill the device; the grid's row ``c``
+writes its chunk's sums to ``out[c]``, and :func:`sum_chunks` adds them in
+chunk order. No float atomics, whose order varies from run to run, so a GPU
+fit gives the same bits each time. All arithmetic is float64, as on the
+CPU, so a GPU fit reproduces a CPU fit (to rounding).
 
 The per-row constrained Newton solve (:func:`admixspec.ml.newton.constrained_newton_step`
 and its helpers) is not rewritten here: :func:`_device_twins` compiles the
@@ -37,7 +39,7 @@ from numba import cuda
 from ..ml import newton
 from ..ml.likelihood import _LOG_EVERY, P_MAX, P_MIN
 
-__all__ = ["THREADS_PER_BLOCK", "kernels", "pack_rows", "zeros"]
+__all__ = ["THREADS_PER_BLOCK", "kernels", "pack_rows", "sum_chunks", "zeros"]
 
 #: Threads per block of every kernel.
 THREADS_PER_BLOCK = 128
@@ -158,6 +160,34 @@ def zeros(shape, dtype=np.float64):
     return array
 
 
+@cuda.jit
+def _sum_chunks_kernel(parts, out):
+    x = cuda.grid(1)
+    if x < out.shape[0]:
+        total = 0.0
+        for c in range(parts.shape[0]):
+            total += parts[c, x]
+        out[x] = total
+
+
+def sum_chunks(parts):
+    """``parts.sum(axis=0)`` on the device, chunks added in order (same bits every run).
+
+    Parameters
+    ----------
+    parts : numba.cuda device array, float64, shape (n_chunks, ...)
+
+    Returns
+    -------
+    numba.cuda device array, float64, shape ``parts.shape[1:]``
+    """
+    size = parts.size // parts.shape[0]
+    out = cuda.device_array(size)
+    _sum_chunks_kernel[max(1, -(-size // THREADS_PER_BLOCK)), THREADS_PER_BLOCK](
+        parts.reshape(parts.shape[0], size), out)
+    return out.reshape(parts.shape[1:])
+
+
 @cuda.jit(device=True, inline=True)
 def _genotype_factor(g, f):
     """P(g | f) without the binomial coefficient (dosage g in {0., 1., 2.})."""
@@ -220,10 +250,10 @@ def kernels(K: int) -> types.SimpleNamespace:
 
     @cuda.jit
     def snp_em(G, Q, P, cols, rows, A, B, ll_snp, want_ll):
-        """EM sums of the SNPs ``cols`` over one chunk of ``rows`` individuals.
+        """EM sums of the SNPs ``cols`` over chunk ``c`` (grid row) of individuals.
 
-        ``A[j, k] += sum_i q_ik g_ij / f_ij``, ``B[j, k] += sum_i q_ik (2 - g_ij) /
-        (1 - f_ij)`` and, when ``want_ll``, ``ll_snp[j] +=`` the chunk's
+        ``A[c, j, k] = sum_i q_ik g_ij / f_ij``, ``B[c, j, k] = sum_i q_ik (2 - g_ij) /
+        (1 - f_ij)`` and, when ``want_ll``, ``ll_snp[c, j] =`` the chunk's
         log-likelihood of SNP j.
         """
         c = cuda.grid(1)
@@ -261,17 +291,17 @@ def kernels(K: int) -> types.SimpleNamespace:
                     prod = 1.0
                     since = 0
         for k in range(K):
-            cuda.atomic.add(A, (j, k), a_acc[k])
-            cuda.atomic.add(B, (j, k), b_acc[k])
+            A[cuda.blockIdx.y, j, k] = a_acc[k]
+            B[cuda.blockIdx.y, j, k] = b_acc[k]
         if want_ll:
-            cuda.atomic.add(ll_snp, j, ll + math.log(prod))
+            ll_snp[cuda.blockIdx.y, j] = ll + math.log(prod)
 
     @cuda.jit
     def ind_em(GT, Q, P, cols, span, Q_acc, n_obs):
-        """EM sums of every individual over one chunk of ``span`` entries of ``cols``.
+        """EM sums of every individual over chunk ``c`` of ``span`` entries of ``cols``.
 
-        ``Q_acc[i, k] += sum_j p_jk g_ij / f_ij + (1 - p_jk) (2 - g_ij) / (1 - f_ij)``
-        and ``n_obs[i] +=`` the observed genotypes.
+        ``Q_acc[c, i, k] = sum_j p_jk g_ij / f_ij + (1 - p_jk) (2 - g_ij) / (1 - f_ij)``
+        and ``n_obs[c, i] =`` the observed genotypes.
         """
         i = cuda.grid(1)
         if i >= Q.shape[0]:
@@ -297,8 +327,8 @@ def kernels(K: int) -> types.SimpleNamespace:
                 acc[k] += P[j, k] * (a - b) + b
             count += 1
         for k in range(K):
-            cuda.atomic.add(Q_acc, (i, k), acc[k])
-        cuda.atomic.add(n_obs, i, f64(count))
+            Q_acc[cuda.blockIdx.y, i, k] = acc[k]
+        n_obs[cuda.blockIdx.y, i] = f64(count)
 
     @cuda.jit
     def p_em(P, A, B, cols, P_out):
@@ -312,7 +342,7 @@ def kernels(K: int) -> types.SimpleNamespace:
 
     @cuda.jit
     def snp_loglik(G, Q, P, rows, ll_snp):
-        """``ll_snp[j] +=`` the log-likelihood of SNP j over one chunk of individuals."""
+        """``ll_snp[c, j] =`` SNP j's log-likelihood over chunk ``c`` of individuals."""
         j = cuda.grid(1)
         if j >= P.shape[0]:
             return
@@ -333,15 +363,16 @@ def kernels(K: int) -> types.SimpleNamespace:
                 ll += math.log(prod)
                 prod = 1.0
                 since = 0
-        cuda.atomic.add(ll_snp, j, ll + math.log(prod))
+        ll_snp[cuda.blockIdx.y, j] = ll + math.log(prod)
 
     @cuda.jit
     def p_stats(G, Q, P, tri_r, tri_c, rows, gP, HP, A, ll_snp):
-        """Block relaxation's statistics of every SNP over one chunk of individuals.
+        """Block relaxation's statistics of every SNP over chunk ``c`` of individuals.
 
-        ``gP`` (n, K): gradient of the SNP's log-likelihood in its frequencies;
-        ``HP`` (n, K(K+1)/2): minus its Hessian's upper triangle; ``A`` (n, K): the
-        EM numerator ``sum_i q_ik g_ij / f_ij``; ``ll_snp`` (n,): log-likelihood.
+        ``gP[c]`` (n, K): gradient of the SNP's log-likelihood in its frequencies;
+        ``HP[c]`` (n, K(K+1)/2): minus its Hessian's upper triangle; ``A[c]`` (n, K):
+        the EM numerator ``sum_i q_ik g_ij / f_ij``; ``ll_snp[c]`` (n,):
+        log-likelihood.
         """
         j = cuda.grid(1)
         if j >= P.shape[0]:
@@ -366,10 +397,12 @@ def kernels(K: int) -> types.SimpleNamespace:
                 continue
             gf = f64(g)
             f = frequency(Q, i, p)
-            a = gf / f
-            b = (2.0 - gf) / (1.0 - f)
+            r1 = 1.0 / f  # two reciprocals, not four divisions, as on the CPU
+            r2 = 1.0 / (1.0 - f)
+            a = gf * r1
+            b = (2.0 - gf) * r2
             w1 = a - b
-            w2 = a / f + b / (1.0 - f)
+            w2 = a * r1 + b * r2
             for k in range(K):
                 g_acc[k] += Q[i, k] * w1
                 a_acc[k] += Q[i, k] * a
@@ -382,11 +415,11 @@ def kernels(K: int) -> types.SimpleNamespace:
                 prod = 1.0
                 since = 0
         for k in range(K):
-            cuda.atomic.add(gP, (j, k), g_acc[k])
-            cuda.atomic.add(A, (j, k), a_acc[k])
+            gP[cuda.blockIdx.y, j, k] = g_acc[k]
+            A[cuda.blockIdx.y, j, k] = a_acc[k]
         for s in range(NT):
-            cuda.atomic.add(HP, (j, s), h_acc[s])
-        cuda.atomic.add(ll_snp, j, ll + math.log(prod))
+            HP[cuda.blockIdx.y, j, s] = h_acc[s]
+        ll_snp[cuda.blockIdx.y, j] = ll + math.log(prod)
 
     @cuda.jit
     def p_newton(P, gP, HP, tri_r, tri_c, P_out):
@@ -429,9 +462,9 @@ def kernels(K: int) -> types.SimpleNamespace:
 
     @cuda.jit
     def q_stats(GT, Q, P, tri_r, tri_c, span, stats):
-        """Every individual's gradient and minus-Hessian triangle over a chunk of SNPs.
+        """Each individual's gradient and minus-Hessian triangle, chunk ``c`` of SNPs.
 
-        ``stats`` (m, K + K(K+1)/2), as :func:`admixspec.ml.newton._q_statistics`.
+        ``stats[c]`` (m, K + K(K+1)/2), as :func:`admixspec.ml.newton._q_statistics`.
         """
         i = cuda.grid(1)
         if i >= Q.shape[0]:
@@ -449,16 +482,18 @@ def kernels(K: int) -> types.SimpleNamespace:
                 continue
             gf = f64(g)
             f = frequency(P, j, q)
-            a = gf / f
-            b = (2.0 - gf) / (1.0 - f)
+            r1 = 1.0 / f  # two reciprocals, not four divisions, as on the CPU
+            r2 = 1.0 / (1.0 - f)
+            a = gf * r1
+            b = (2.0 - gf) * r2
             w1 = a - b
-            w2 = a / f + b / (1.0 - f)
+            w2 = a * r1 + b * r2
             for k in range(K):
                 acc[k] += P[j, k] * w1
             for s in range(NT):
                 acc[K + s] += P[j, tri_r[s]] * P[j, tri_c[s]] * w2
         for s in range(STATS):
-            cuda.atomic.add(stats, (i, s), acc[s])
+            stats[cuda.blockIdx.y, i, s] = acc[s]
 
     return types.SimpleNamespace(
         snp_em=snp_em, ind_em=ind_em, p_em=p_em, snp_loglik=snp_loglik,
