@@ -34,8 +34,6 @@ __all__ = ["CudaBlockNewton", "CudaEngine"]
 TARGET_THREADS = 1 << 20
 # Fewest rows a chunk holds by default.
 _MIN_CHUNK = 32
-
-
 # The most blocks a grid's y axis takes (CUDA's limit).
 _MAX_GRID_Y = 65_535
 
@@ -55,6 +53,7 @@ def _launch(kernel, n_threads: int, n_chunks: int, *args):
 
 
 def _chunks(total: int, size: int) -> int:
+    """Chunks of ``size`` rows that cover ``total`` rows (at least one)."""
     return max(1, -(-total // size))
 
 
