@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from concurrent.futures import CancelledError
 
 import numpy as np
@@ -65,11 +66,20 @@ def _read_bed_chunk(bed_path, n_samples, n_variants, rows, columns):
     return _read_bed(bed_path, n_samples, n_variants, rows, columns, 1)
 
 
-def _worker_slots(client) -> list:
-    """Worker addresses, each repeated once per thread, interleaved across workers."""
+def _worker_slots(client, wait: float = 0.0) -> list:
+    """Worker addresses, each repeated once per thread, interleaved across workers.
+
+    Polls for up to ``wait`` seconds while the cluster has no worker (the last
+    one may have died, and a nanny may be starting it again).
+    """
+    deadline = time.monotonic() + wait
     workers = client.scheduler_info(n_workers=-1)["workers"]
+    while not workers and time.monotonic() < deadline:
+        time.sleep(0.25)
+        workers = client.scheduler_info(n_workers=-1)["workers"]
     if not workers:
-        raise DistributedError("the Dask cluster has no workers")
+        raise DistributedError("the Dask cluster has no workers"
+                               + (f" (waited {wait:g} s)" if wait else ""))
     most = max(info["nthreads"] for info in workers.values())
     return [address for round_ in range(most)
             for address, info in sorted(workers.items()) if info["nthreads"] > round_]
@@ -315,8 +325,8 @@ class DaskChunks:
         Raises
         ------
         DistributedError
-            The pass failed :data:`_RETRIES` times in a row, or a chunk
-            cannot be placed again.
+            The pass failed four times in a row, a chunk cannot be placed
+            again, or the cluster has had no worker for :data:`WORKER_WAIT` s.
         """
         for attempt in range(_RETRIES + 1):
             try:
@@ -328,6 +338,7 @@ class DaskChunks:
                         f"a likelihood pass failed {attempt + 1} times on the Dask "
                         f"cluster, the last time with {type(error).__name__}: {error}"
                     ) from None
+                time.sleep(0.5 * (attempt + 1))  # let the scheduler see who is gone
                 self._replace_lost()
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -387,11 +398,7 @@ class DaskChunks:
                 raise DistributedError("chunks read from the .bed file were lost with "
                                        "their worker and could not be read again")
             lost = []
-        try:  # the last worker may have died, and a nanny may be starting it again
-            self.client.wait_for_workers(1, timeout=WORKER_WAIT)
-        except TimeoutError:
-            raise DistributedError(f"no Dask worker left after {WORKER_WAIT} s") from None
-        slots = _worker_slots(self.client)
+        slots = _worker_slots(self.client, wait=WORKER_WAIT)
         for n, i in enumerate(lost):
             self._futures[i] = self._source(i, slots[n % len(slots)])
         self.traffic.replaced += len(lost)
