@@ -108,8 +108,9 @@ class BedChunks:
         self.n_individuals, self.n_snps = len(self.rows), len(self.columns)
         self.bounds = chunk_bounds(self.n_snps, chunk_snps)
         self.chunk_snps = max((stop - start for start, stop in self.bounds), default=0)
-        self._dosage = np.empty(self.n_individuals * self.chunk_snps, dtype=np.int8)
-        self._raw = np.empty((self.chunk_snps, self.bytes_per_snp), dtype=np.uint8)
+        # allocated on the first read: a source opened early (the whole cohort,
+        # while the reference is fitted in memory) holds no buffers until used
+        self._dosage = self._raw = None
         if n_observed is None:
             n_observed = self.n_snps - self.statistics()[2]
         self.n_observed = np.asarray(n_observed, dtype=np.float64)
@@ -132,6 +133,9 @@ class BedChunks:
         The array is this source's reused buffer: valid until the next call.
         """
         width = stop - start
+        if self._dosage is None:
+            self._dosage = np.empty(self.n_individuals * self.chunk_snps, dtype=np.int8)
+            self._raw = np.empty((self.chunk_snps, self.bytes_per_snp), dtype=np.uint8)
         out = self._dosage[: self.n_individuals * width].reshape(self.n_individuals, width)
         wanted = self.columns[start:stop]
         with open(self.path, "rb", buffering=0) as handle:
