@@ -34,7 +34,14 @@ import types
 
 import numba
 import numpy as np
-from numba import cuda
+
+if not hasattr(np, "row_stack"):
+    # numba-cuda (0.30.4 and earlier) registers an overload of np.row_stack, which
+    # numpy 2.5 removed: without this alias the first kernel compilation fails
+    # with "module 'numpy' has no attribute 'row_stack'" (seen on the H200 image)
+    np.row_stack = np.vstack
+
+from numba import cuda  # noqa: E402 - after the alias above
 
 from ..ml import newton
 from ..ml.likelihood import _LOG_EVERY, P_MAX, P_MIN
