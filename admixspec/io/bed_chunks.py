@@ -22,11 +22,10 @@ import numba
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InputError
 from ..filters import apply_filters
 from ..genotypes import Genotypes, placeholder_variants, snp_statistics
 from ..ml.chunks import chunk_bounds
-from .plink import _sample_rows, _snp_columns, check_bed, plink_prefix, read_bim, read_fam
+from .plink import open_fileset, plink_prefix, variant_table
 
 __all__ = ["BedChunks", "StreamedGenotypes", "chunk_snps_for", "fileset_shape",
            "open_streamed"]
@@ -266,17 +265,10 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
     -------
     StreamedGenotypes
     """
-    prefix = plink_prefix(path)
-    bed_path = Path(str(prefix) + ".bed")
-    fam = read_fam(str(prefix) + ".fam")
-    bim = read_bim(str(prefix) + ".bim")
-    check_bed(bed_path, len(fam), len(bim))
-    try:
-        positions = bim["pos"].astype(np.int64).to_numpy()
-    except ValueError:
-        raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
-    rows = _sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
-    columns, in_region, not_snp = _snp_columns(bim, positions, region)
+    fileset = open_fileset(path, samples, region)
+    bed_path, fam, bim = fileset.bed_path, fileset.fam, fileset.bim
+    rows, columns = fileset.rows, fileset.columns
+    in_region, not_snp = fileset.in_region, fileset.not_snp
     step = chunk_snps_for(len(rows), memory_bytes / 8)
     chunks = BedChunks(bed_path, len(fam), len(bim), rows=rows, columns=columns,
                        chunk_snps=step, n_observed=np.zeros(len(rows)))
@@ -294,14 +286,7 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
         chunks, {"maf": maf, "geno": geno, "drop_monomorphic": drop_monomorphic})
     chunks = BedChunks(bed_path, len(fam), len(bim), rows=chunks.rows,
                        columns=chunks.columns[kept], chunk_snps=step, n_observed=observed)
-    selected = bim.iloc[chunks.columns]
-    variants = pd.DataFrame({
-        "chrom": selected["chrom"].to_numpy(dtype=object),
-        "pos": positions[chunks.columns],
-        "id": selected["id"].to_numpy(dtype=object),
-        "counted": selected["a2"].to_numpy(dtype=object),
-        "other": selected["a1"].to_numpy(dtype=object),
-    })
+    variants = variant_table(fileset, chunks.columns)
     return StreamedGenotypes(
         chunks, fam["iid"].to_numpy()[chunks.rows].astype(str), variants,
         fam["fid"].to_numpy()[chunks.rows].astype(str), str(bed_path), log + snp_log,

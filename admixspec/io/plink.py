@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -180,6 +181,56 @@ def _read_bed(bed_path, n_samples, n_variants, rows, columns, num_threads) -> np
     return dosage
 
 
+class Fileset(NamedTuple):
+    """A PLINK 1 fileset's checked tables and what of it to read (:func:`open_fileset`)."""
+
+    bed_path: Path
+    fam: pd.DataFrame
+    bim: pd.DataFrame
+    positions: np.ndarray
+    rows: np.ndarray
+    columns: np.ndarray
+    in_region: int
+    not_snp: int
+
+
+def open_fileset(path, samples=None, region: str | None = None) -> Fileset:
+    """Read and check ``.fam`` and ``.bim``, and choose the rows and SNP columns to read.
+
+    The ``.bed`` is checked (magic bytes, size) but no genotype is read.
+    ``rows`` are the kept individuals (``samples``, file order), ``columns``
+    the single-character SNPs in ``region``; ``in_region`` counts the
+    variants in the region, ``not_snp`` the indels and symbolic alleles among
+    them.
+    """
+    prefix = plink_prefix(path)
+    bed_path = Path(str(prefix) + ".bed")
+    if not bed_path.exists() and not Path(str(prefix) + ".bim").exists():
+        raise InputError("file not found", path=path if Path(path).suffix else bed_path)
+    fam = read_fam(str(prefix) + ".fam")
+    bim = read_bim(str(prefix) + ".bim")
+    check_bed(bed_path, len(fam), len(bim))
+    try:
+        positions = bim["pos"].astype(np.int64).to_numpy()
+    except ValueError:
+        raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
+    rows = _sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
+    columns, in_region, not_snp = _snp_columns(bim, positions, region)
+    return Fileset(bed_path, fam, bim, positions, rows, columns, in_region, not_snp)
+
+
+def variant_table(fileset: Fileset, columns) -> pd.DataFrame:
+    """Genotypes.variants of the given ``.bim`` rows (A2 counted, ADMIXTURE's convention)."""
+    selected = fileset.bim.iloc[columns]
+    return pd.DataFrame({
+        "chrom": selected["chrom"].to_numpy(dtype=object),
+        "pos": fileset.positions[columns],
+        "id": selected["id"].to_numpy(dtype=object),
+        "counted": selected["a2"].to_numpy(dtype=object),
+        "other": selected["a1"].to_numpy(dtype=object),
+    })
+
+
 def read_plink(
     path,
     *,
@@ -210,31 +261,12 @@ def read_plink(
         ``"biallelic_snp"`` entry of ``filter_log``; single-character allele
         codes of any kind (ACGT, 1/2, 0 for a missing allele) are kept.
     """
-    prefix = plink_prefix(path)
-    bed_path = Path(str(prefix) + ".bed")
-    if not bed_path.exists() and not Path(str(prefix) + ".bim").exists():
-        raise InputError("file not found", path=path if Path(path).suffix else bed_path)
-    fam = read_fam(str(prefix) + ".fam")
-    bim = read_bim(str(prefix) + ".bim")
-    check_bed(bed_path, len(fam), len(bim))
-    try:
-        positions = bim["pos"].astype(np.int64).to_numpy()
-    except ValueError:
-        raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
-
-    rows = _sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
-    columns, in_region, not_snp = _snp_columns(bim, positions, region)
-    dosage = _read_bed(bed_path, len(fam), len(bim), rows, columns, num_threads)
-    selected = bim.iloc[columns]
-    variants = pd.DataFrame(
-        {
-            "chrom": selected["chrom"].to_numpy(dtype=object),
-            "pos": positions[columns],
-            "id": selected["id"].to_numpy(dtype=object),
-            "counted": selected["a2"].to_numpy(dtype=object),
-            "other": selected["a1"].to_numpy(dtype=object),
-        }
-    )
+    fileset = open_fileset(path, samples, region)
+    bed_path, fam, rows = fileset.bed_path, fileset.fam, fileset.rows
+    not_snp, in_region = fileset.not_snp, fileset.in_region
+    dosage = _read_bed(bed_path, len(fam), len(fileset.bim), rows, fileset.columns,
+                       num_threads)
+    variants = variant_table(fileset, fileset.columns)
     genotypes = Genotypes(
         dosage=dosage,
         samples=fam["iid"].to_numpy()[rows],
