@@ -25,7 +25,7 @@ import numpy as np
 from numba import cuda
 
 from ..ml.likelihood import Engine, project_q
-from ..ml.newton import _q_newton_kernel, triangle_pairs
+from ..ml.newton import BlockNewton, _q_newton_kernel, triangle_pairs
 from .kernels import THREADS_PER_BLOCK, kernels, pack_rows, sum_chunks, zeros
 
 __all__ = ["CudaBlockNewton", "CudaEngine"]
@@ -69,7 +69,7 @@ def _chunk_length(threads: int, total: int, size: int | None = None) -> int:
     return max(int(size), -(-total // _MAX_GRID_Y), 1)
 
 
-class CudaBlockNewton:
+class CudaBlockNewton(BlockNewton):
     """ADMIXTURE's block relaxation on the device (as ``ml.newton.BlockNewton``).
 
     One map: the P statistics of every SNP (one sweep), a box-constrained
@@ -88,15 +88,6 @@ class CudaBlockNewton:
     frozen_rows : numpy.ndarray, int64, optional
         Rows of Q held fixed (supervised fits).
     """
-
-    def __init__(self, engine: CudaEngine, frozen_rows=None):
-        self.engine = engine
-        self.tri_r, self.tri_c = triangle_pairs(engine.K)
-        self.frozen = np.zeros(engine.m, dtype=np.bool_)
-        if frozen_rows is not None:
-            self.frozen[frozen_rows] = True
-        self.sweeps = 0
-        self.em_rows = 0
 
     def step(self, Q, P, *, update_p=True):
         """Apply the map once: ``(Q_new, P_new, loglik of the input)``."""
