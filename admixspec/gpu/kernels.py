@@ -196,6 +196,20 @@ def sum_chunks(parts):
 
 
 @cuda.jit(device=True, inline=True)
+def _dosage(packed, row, col):
+    """The dosage at (row, col) of a packed matrix as a float, -1.0 where missing."""
+    g = _genotype(packed, row, col)
+    return -1.0 if g == MISSING_CODE else numba.float64(g)
+
+
+@cuda.jit(device=True, inline=True)
+def _zero(acc):
+    """``acc[:] = 0``."""
+    for s in range(acc.shape[0]):
+        acc[s] = 0.0
+
+
+@cuda.jit(device=True, inline=True)
 def _genotype_factor(g, f):
     """P(g | f) without the binomial coefficient (dosage g in {0., 1., 2.})."""
     u = f if g >= 1.0 else 1.0 - f
@@ -211,6 +225,47 @@ def _em_frequency(p, a, b):
     if den > 0.0:
         p = num / den
     return min(max(p, P_MIN), P_MAX)
+
+
+@cuda.jit(device=True, inline=True)
+def _em_weights(g, f):
+    """The EM weights ``(g / f, (2 - g) / (1 - f))`` of one genotype.
+
+    One reciprocal, of ``f (1 - f)``, as in the CPU's EM.
+    """
+    r = 1.0 / (f * (1.0 - f))
+    return g * (1.0 - f) * r, (2.0 - g) * f * r
+
+
+@cuda.jit(device=True, inline=True)
+def _newton_weights(g, f):
+    """Weights of one genotype in block relaxation's statistics.
+
+    Returns ``(a, w1, w2)``: the EM numerator's ``a = g / f``, the gradient's
+    ``w1 = a - b`` and the minus-Hessian's ``w2 = a / f + b / (1 - f)``, with
+    ``b = (2 - g) / (1 - f)``; two reciprocals, not four divisions, as on the CPU.
+    """
+    r1 = 1.0 / f
+    r2 = 1.0 / (1.0 - f)
+    a = g * r1
+    b = (2.0 - g) * r2
+    return a, a - b, a * r1 + b * r2
+
+
+@cuda.jit(device=True, inline=True)
+def _log_step(prod, ll, since, factor):
+    """One genotype's ``factor`` into a log-likelihood kept as ``ll + log(prod)``.
+
+    The product moves into ``ll`` every ``_LOG_EVERY`` factors: one log per
+    block, not per genotype, as on the CPU. Returns the new ``(prod, ll, since)``.
+    """
+    prod *= factor
+    since += 1
+    if since == _LOG_EVERY:
+        ll += math.log(prod)
+        prod = 1.0
+        since = 0
+    return prod, ll, since
 
 
 @functools.cache
@@ -255,6 +310,24 @@ def kernels(K: int) -> types.SimpleNamespace:
         lo = cuda.blockIdx.y * size
         return lo, min(lo + size, total)
 
+    @cuda.jit(device=True, inline=True)
+    def load_row(X, row, out):
+        """``out[:] = X[row, :K]``."""
+        for k in range(K):
+            out[k] = X[row, k]
+
+    @cuda.jit(device=True, inline=True)
+    def add_scaled(acc, X, row, w):
+        """``acc[:K] += X[row, :K] * w``."""
+        for k in range(K):
+            acc[k] += X[row, k] * w
+
+    @cuda.jit(device=True, inline=True)
+    def add_triangle(acc, offset, X, row, tri_r, tri_c, w):
+        """``acc[offset + s] += X[row, tri_r[s]] X[row, tri_c[s]] w`` for the NT pairs s."""
+        for s in range(NT):
+            acc[offset + s] += X[row, tri_r[s]] * X[row, tri_c[s]] * w
+
     @cuda.jit
     def snp_em(G, Q, P, cols, rows, A, B, ll_snp, want_ll):
         """EM sums of the SNPs ``cols`` over chunk ``c`` (grid row) of individuals.
@@ -271,32 +344,20 @@ def kernels(K: int) -> types.SimpleNamespace:
         p = cuda.local.array(K, f64)
         a_acc = cuda.local.array(K, f64)
         b_acc = cuda.local.array(K, f64)
-        for k in range(K):
-            p[k] = P[j, k]
-            a_acc[k] = 0.0
-            b_acc[k] = 0.0
-        prod = 1.0
-        ll = 0.0
-        since = 0
+        load_row(P, j, p)
+        _zero(a_acc)
+        _zero(b_acc)
+        prod, ll, since = 1.0, 0.0, 0
         for i in range(i0, i1):
-            g = _genotype(G, i, j)
-            if g == MISSING_CODE:
+            gf = _dosage(G, i, j)
+            if gf < 0.0:
                 continue
-            gf = f64(g)
             f = frequency(Q, i, p)
-            r = 1.0 / (f * (1.0 - f))
-            a = gf * (1.0 - f) * r
-            b = (2.0 - gf) * f * r
-            for k in range(K):
-                a_acc[k] += Q[i, k] * a
-                b_acc[k] += Q[i, k] * b
+            a, b = _em_weights(gf, f)
+            add_scaled(a_acc, Q, i, a)
+            add_scaled(b_acc, Q, i, b)
             if want_ll:
-                prod *= _genotype_factor(gf, f)
-                since += 1
-                if since == _LOG_EVERY:
-                    ll += math.log(prod)
-                    prod = 1.0
-                    since = 0
+                prod, ll, since = _log_step(prod, ll, since, _genotype_factor(gf, f))
         for k in range(K):
             A[cuda.blockIdx.y, j, k] = a_acc[k]
             B[cuda.blockIdx.y, j, k] = b_acc[k]
@@ -316,20 +377,16 @@ def kernels(K: int) -> types.SimpleNamespace:
         c0, c1 = row_range(cols.shape[0], span)
         q = cuda.local.array(K, f64)
         acc = cuda.local.array(K, f64)
-        for k in range(K):
-            q[k] = Q[i, k]
-            acc[k] = 0.0
+        load_row(Q, i, q)
+        _zero(acc)
         count = 0
         for c in range(c0, c1):
             j = cols[c]
-            g = _genotype(GT, j, i)
-            if g == MISSING_CODE:
+            gf = _dosage(GT, j, i)
+            if gf < 0.0:
                 continue
-            gf = f64(g)
             f = frequency(P, j, q)
-            r = 1.0 / (f * (1.0 - f))
-            a = gf * (1.0 - f) * r
-            b = (2.0 - gf) * f * r
+            a, b = _em_weights(gf, f)
             for k in range(K):
                 acc[k] += P[j, k] * (a - b) + b
             count += 1
@@ -355,21 +412,13 @@ def kernels(K: int) -> types.SimpleNamespace:
             return
         i0, i1 = row_range(Q.shape[0], rows)
         p = cuda.local.array(K, f64)
-        for k in range(K):
-            p[k] = P[j, k]
-        prod = 1.0
-        ll = 0.0
-        since = 0
+        load_row(P, j, p)
+        prod, ll, since = 1.0, 0.0, 0
         for i in range(i0, i1):
-            g = _genotype(G, i, j)
-            if g == MISSING_CODE:
+            gf = _dosage(G, i, j)
+            if gf < 0.0:
                 continue
-            prod *= _genotype_factor(f64(g), frequency(Q, i, p))
-            since += 1
-            if since == _LOG_EVERY:
-                ll += math.log(prod)
-                prod = 1.0
-                since = 0
+            prod, ll, since = _log_step(prod, ll, since, _genotype_factor(gf, frequency(Q, i, p)))
         ll_snp[cuda.blockIdx.y, j] = ll + math.log(prod)
 
     @cuda.jit
@@ -389,38 +438,21 @@ def kernels(K: int) -> types.SimpleNamespace:
         g_acc = cuda.local.array(K, f64)
         a_acc = cuda.local.array(K, f64)
         h_acc = cuda.local.array(NT, f64)
-        for k in range(K):
-            p[k] = P[j, k]
-            g_acc[k] = 0.0
-            a_acc[k] = 0.0
-        for s in range(NT):
-            h_acc[s] = 0.0
-        prod = 1.0
-        ll = 0.0
-        since = 0
+        load_row(P, j, p)
+        _zero(g_acc)
+        _zero(a_acc)
+        _zero(h_acc)
+        prod, ll, since = 1.0, 0.0, 0
         for i in range(i0, i1):
-            g = _genotype(G, i, j)
-            if g == MISSING_CODE:
+            gf = _dosage(G, i, j)
+            if gf < 0.0:
                 continue
-            gf = f64(g)
             f = frequency(Q, i, p)
-            r1 = 1.0 / f  # two reciprocals, not four divisions, as on the CPU
-            r2 = 1.0 / (1.0 - f)
-            a = gf * r1
-            b = (2.0 - gf) * r2
-            w1 = a - b
-            w2 = a * r1 + b * r2
-            for k in range(K):
-                g_acc[k] += Q[i, k] * w1
-                a_acc[k] += Q[i, k] * a
-            for s in range(NT):
-                h_acc[s] += Q[i, tri_r[s]] * Q[i, tri_c[s]] * w2
-            prod *= _genotype_factor(gf, f)
-            since += 1
-            if since == _LOG_EVERY:
-                ll += math.log(prod)
-                prod = 1.0
-                since = 0
+            a, w1, w2 = _newton_weights(gf, f)
+            add_scaled(g_acc, Q, i, w1)
+            add_scaled(a_acc, Q, i, a)
+            add_triangle(h_acc, 0, Q, i, tri_r, tri_c, w2)
+            prod, ll, since = _log_step(prod, ll, since, _genotype_factor(gf, f))
         for k in range(K):
             gP[cuda.blockIdx.y, j, k] = g_acc[k]
             A[cuda.blockIdx.y, j, k] = a_acc[k]
@@ -443,9 +475,8 @@ def kernels(K: int) -> types.SimpleNamespace:
         C = cuda.local.array(KK, f64)
         iwork = cuda.local.array(IW, numba.int64)
         work = cuda.local.array(WK, f64)
-        for k in range(K):
-            x[k] = P[j, k]
-            gv[k] = gP[j, k]
+        load_row(P, j, x)
+        load_row(gP, j, gv)
         for s in range(NT):
             C[tri_r[s], tri_c[s]] = HP[j, s]
             C[tri_c[s], tri_r[s]] = HP[j, s]
@@ -479,26 +510,16 @@ def kernels(K: int) -> types.SimpleNamespace:
         c0, c1 = row_range(P.shape[0], span)
         q = cuda.local.array(K, f64)
         acc = cuda.local.array(STATS, f64)
-        for k in range(K):
-            q[k] = Q[i, k]
-        for s in range(STATS):
-            acc[s] = 0.0
+        load_row(Q, i, q)
+        _zero(acc)
         for j in range(c0, c1):
-            g = _genotype(GT, j, i)
-            if g == MISSING_CODE:
+            gf = _dosage(GT, j, i)
+            if gf < 0.0:
                 continue
-            gf = f64(g)
             f = frequency(P, j, q)
-            r1 = 1.0 / f  # two reciprocals, not four divisions, as on the CPU
-            r2 = 1.0 / (1.0 - f)
-            a = gf * r1
-            b = (2.0 - gf) * r2
-            w1 = a - b
-            w2 = a * r1 + b * r2
-            for k in range(K):
-                acc[k] += P[j, k] * w1
-            for s in range(NT):
-                acc[K + s] += P[j, tri_r[s]] * P[j, tri_c[s]] * w2
+            _, w1, w2 = _newton_weights(gf, f)
+            add_scaled(acc, P, j, w1)
+            add_triangle(acc, K, P, j, tri_r, tri_c, w2)
         for s in range(STATS):
             stats[cuda.blockIdx.y, i, s] = acc[s]
 
