@@ -91,17 +91,19 @@ class TestRefinementDecision:
         reason = default.diagnostics["refine_reason"]
         assert f"Refine reason: {reason}" in default.log_lines
 
-    def test_default_ml__is_the_likelihood_optimum_of_refine(self):
-        # the default's ML fit starts from the selection's training fit rather than
-        # the spectral estimate: a different start to the same optimum
+    def test_default_ml__keeps_the_better_of_refine_and_the_training_fit(self):
+        # the default maximises the likelihood from --refine's start and from the
+        # selection's training fit, and keeps the higher optimum
         sim = simulate_balding_nichols(80, 4000, 3, fst=0.1, alpha=1.0,
                                        unadmixed_fraction=0.25, seed=1)
         default = fit_admixture(sim.genotypes, 3, seed=0)
         refined = fit_admixture(sim.genotypes, 3, seed=0, refine=True)
+        starts = default.diagnostics["ml_starts"]
         assert default.path == "spectral+ml"
-        assert default.converged
-        assert default.loglik == pytest.approx(refined.loglik, rel=1e-6)
-        assert q_error(refined.Q, default.Q) < 0.005
+        assert set(starts) == {"spectral estimate", "training fit"}
+        assert starts["spectral estimate"] == refined.loglik
+        assert default.loglik == max(starts.values()) >= refined.loglik
+        assert any(line.startswith("ML starts: ") for line in default.log_lines)
 
     @pytest.mark.parametrize(("refine", "path"), [(True, "spectral+ml"),
                                                   (False, "spectral")])
