@@ -51,9 +51,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -62,9 +60,12 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ml_speed import run_fastmixture  # noqa: E402 - the benchmarks' fastmixture runner
+
 from admixspec.exceptions import ConvergenceWarning
+from admixspec.filters import filter_monomorphic
 from admixspec.genotypes import Genotypes
-from admixspec.io import write_plink
 from admixspec.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
 from admixspec.model import fit_admixture
@@ -249,12 +250,6 @@ def _timed_fit(dosage, seed, refine):
     return result, time.perf_counter() - clock, time.process_time() - cpu
 
 
-def _children_cpu():
-    """CPU seconds (user + system) of finished child processes."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _record(row, estimator, Q_true, result, seconds, cpu_seconds):
     row[f"{estimator}_seconds"] = seconds
     row[f"{estimator}_cpu_seconds"] = cpu_seconds
@@ -263,31 +258,24 @@ def _record(row, estimator, Q_true, result, seconds, cpu_seconds):
     row[f"{estimator}_converged"] = result.converged
 
 
-def run_fastmixture(dosage, Q_true, workdir):
-    """fastmixture 1.3.0 (one thread, its defaults): Q error, log-likelihood, seconds.
+def fastmixture_row(dosage, Q_true, workdir):
+    """fastmixture 1.3.0 (one thread, its defaults) on the suite's matrix.
 
     Returns (Q error, log-likelihood, wall seconds, CPU seconds), or None when
-    fastmixture is not installed (it is a benchmark-only peer).
+    fastmixture is not installed (it is a benchmark-only peer). fastmixture
+    refuses SNPs monomorphic among the observed genotypes (5% missing leaves a
+    few): it gets the others, and its log-likelihood is theirs.
     """
     exe = shutil.which("fastmixture") or shutil.which(
         "fastmixture", path=str(Path(sys.executable).parent))
     if exe is None:
         return None
-    # fastmixture refuses SNPs monomorphic among the observed genotypes (5%
-    # missing leaves a few): it gets the others, and its log-likelihood is theirs
-    observed = np.where(dosage >= 0, dosage, 0).sum(axis=0)
-    dosage = dosage[:, (observed > 0) & (observed < 2 * (dosage >= 0).sum(axis=0))]
-    prefix = Path(workdir) / "data"
-    write_plink(prefix, Genotypes.from_array(dosage))
-    clock, cpu = time.perf_counter(), _children_cpu()
-    subprocess.run([exe, "--bfile", str(prefix), "--K", str(K), "--threads", "1",
-                    "--seed", "1", "--out", str(prefix)], check=True,
-                   capture_output=True, text=True)
-    seconds, cpu = time.perf_counter() - clock, _children_cpu() - cpu
-    Q = np.loadtxt(f"{prefix}.K{K}.s1.Q")
-    # fastmixture's P is the frequency of the .bim column-5 allele; ours of column 6
-    P = 1.0 - np.loadtxt(f"{prefix}.K{K}.s1.P")
-    return q_error(Q_true, Q), loglikelihood(dosage, Q, P), seconds, cpu
+    genotypes = filter_monomorphic(Genotypes.from_array(dosage))
+    fit, log = run_fastmixture(exe, genotypes, K, 1, workdir)
+    if fit is None:
+        raise RuntimeError(f"fastmixture failed: {log}")
+    Q, P, seconds, cpu = fit
+    return q_error(Q_true, Q), loglikelihood(genotypes.dosage, Q, P), seconds, cpu
 
 
 def evaluate(name, replicate, *, seed=0):
@@ -309,7 +297,7 @@ def evaluate(name, replicate, *, seed=0):
                 for key in ("gain_per_individual", "gain_se", "z", "held_out")})
     row["selection_seconds"] = default.timings["selection"]
     with tempfile.TemporaryDirectory() as workdir:
-        peer = run_fastmixture(dosage, Q_true, workdir)
+        peer = fastmixture_row(dosage, Q_true, workdir)
     if peer is not None:
         for key, value in zip(("error", "loglik", "seconds", "cpu_seconds"), peer):
             row[f"fastmixture_{key}"] = value
