@@ -66,6 +66,7 @@ from pathlib import Path
 import numpy as np
 
 import admixspec
+from admixspec.filters import filter_monomorphic
 from admixspec.io import write_plink
 
 SIZES = {
@@ -81,10 +82,7 @@ def simulated(size):
     cfg = SIZES[size]
     sim = admixspec.simulate_balding_nichols(cfg["n_individuals"], cfg["n_snps"],
                                              cfg["K"], fst=0.1, alpha=0.5, seed=SEED)
-    G = sim.genotypes.dosage
-    alt = np.where(G >= 0, G, 0).sum(axis=0)
-    keep = (alt > 0) & (alt < 2 * (G >= 0).sum(axis=0))
-    return sim.genotypes.subset(snps=np.flatnonzero(keep)), sim.Q, cfg["K"]
+    return filter_monomorphic(sim.genotypes), sim.Q, cfg["K"]
 
 
 def warm_up(K, device):
