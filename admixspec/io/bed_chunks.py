@@ -85,7 +85,7 @@ class BedChunks:
         Largest chunk, in kept SNPs (rounded down to a multiple of 64).
     n_observed : numpy.ndarray, optional
         Non-missing calls per kept individual, if already counted; else one
-        pass of :meth:`statistics` counts them.
+        pass of :meth:`statistics` counts them when first asked for.
 
     Attributes
     ----------
@@ -110,17 +110,30 @@ class BedChunks:
         # allocated on the first read: a source opened early (the whole cohort,
         # while the reference is fitted in memory) holds no buffers until used
         self._dosage = self._raw = None
-        if n_observed is None:
-            n_observed = self.n_snps - self.statistics()[2]
-        self.n_observed = np.asarray(n_observed, dtype=np.float64)
+        # counted on first use: a source that is only read (the reference
+        # sample) or filtered (open_streamed) needs no counting pass
+        self._n_observed = None if n_observed is None else \
+            np.asarray(n_observed, dtype=np.float64)
+
+    @property
+    def n_observed(self) -> np.ndarray:
+        """Non-missing calls per kept individual, float64 (n_individuals,).
+
+        Given to the constructor, or counted by one pass of :meth:`statistics`
+        the first time it is asked for.
+        """
+        if self._n_observed is None:
+            self._n_observed = (self.n_snps - self.statistics()[2]).astype(np.float64)
+        return self._n_observed
 
     def subset(self, *, rows=None, columns=None, chunk_snps=None) -> "BedChunks":
         """The same file with other individuals/SNPs (positions into this source's own)."""
         pick_rows = self.rows if rows is None else self.rows[np.asarray(rows)]
         pick_columns = self.columns if columns is None else self.columns[np.asarray(columns)]
-        # all SNPs kept: the calls per individual are known, no pass needed
-        observed = None if columns is not None else \
-            self.n_observed if rows is None else self.n_observed[np.asarray(rows)]
+        # all SNPs kept and the calls per individual known: no pass needed
+        known = self._n_observed
+        observed = None if columns is not None or known is None else \
+            known if rows is None else known[np.asarray(rows)]
         return BedChunks(self.path, self.n_samples, self.n_variants, rows=pick_rows,
                          columns=pick_columns,
                          chunk_snps=chunk_snps or max(self.chunk_snps, 64),
@@ -271,7 +284,7 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
     in_region, not_snp = fileset.in_region, fileset.not_snp
     step = chunk_snps_for(len(rows), memory_bytes / 8)
     chunks = BedChunks(bed_path, len(fam), len(bim), rows=rows, columns=columns,
-                       chunk_snps=step, n_observed=np.zeros(len(rows)))
+                       chunk_snps=step)
     log = [{"filter": "biallelic_snp", "unit": "variants", "removed": not_snp,
             "reason": f"indel or symbolic allele ({not_snp}) out of {in_region} "
             "variants read"}]
