@@ -44,6 +44,7 @@ from .likelihood import (
     _flush_logs,
     _flush_snp_logs,
     _genotype_factor,
+    _join_rows,
     _load_block,
     project_q,
     snp_blocks,
@@ -551,12 +552,7 @@ class BlockNewton:
         """
         eng = self.engine
         parts = eng.chunks.map(_relax_chunk, P, Q, self.tri_r, self.tri_c, update_p)
-        if not update_p:
-            P_new = P
-        elif len(parts) == 1:
-            P_new = parts[0][0]
-        else:
-            P_new = np.concatenate([part[0] for part in parts])
+        P_new = _join_rows([part[0] for part in parts], P) if update_p else P
         stats = sum(part[1] for part in parts)
         ll = sum(part[2] for part in parts)
         self.em_rows += int(sum(part[3] for part in parts))
