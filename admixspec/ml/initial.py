@@ -144,12 +144,11 @@ def svd_starts(G: np.ndarray, K: int, n_starts: int, *, seed=None, **options):
         ``n_starts`` pairs (or one, see above), Q (n_individuals, K) and P
         (n_snps, K) float64; the first is :func:`svd_init`'s for ``seed``.
     """
-    seeds = [seed] + [np.random.default_rng(s) for s in
-                      np.random.SeedSequence(seed).spawn(max(0, n_starts - 1))]
     first, S = _svd_als(G, K, seed, **options)
-    if K == 1 or S[K - 2] >= SVD_GAP * S[K - 1]:
+    if n_starts <= 1 or K == 1 or S[K - 2] >= SVD_GAP * S[K - 1]:
         return [first]
-    return [first] + [_svd_als(G, K, s, **options)[0] for s in seeds[1:n_starts]]
+    others = np.random.SeedSequence(seed).spawn(n_starts - 1)
+    return [first] + [_svd_als(G, K, np.random.default_rng(s), **options)[0] for s in others]
 
 
 #: Ratio of the (K-1)-th to the K-th singular value above which the SVD
