@@ -95,6 +95,16 @@ def _project_chunks(G, rows, P, *, chunk_size, tol, max_iter, threads):
     return Q, iterations
 
 
+def _reference_log(fit: AdmixtureResult) -> list:
+    """The reference fit's log lines, its "Loglikelihood:" renamed "Reference loglikelihood:".
+
+    "Loglikelihood:" (the line ADMIXTURE's log readers take) is kept for
+    everyone's, which the caller appends.
+    """
+    return [f"Reference l{line[1:]}" if line.startswith("Loglikelihood:") else line
+            for line in fit.log_lines]
+
+
 def fit_with_reference(
     genotypes,
     K: int,
@@ -185,10 +195,7 @@ def fit_with_reference(
     total = time.perf_counter() - start
     timings = {**fit.timings, "reference_fit": reference_seconds,
                "projection": total - reference_seconds, "total": total}
-    # "Loglikelihood:" (the line ADMIXTURE's log readers take) is everyone's
-    lines = [f"Reference l{line[1:]}" if line.startswith("Loglikelihood:") else line
-             for line in fit.log_lines]
-    lines += [
+    lines = _reference_log(fit) + [
         (f"Reference: {len(rows)} of {m} individuals drawn at random (seed {seed}); "
          f"the other {len(others)} projected onto its P in chunks of {chunk_size}"),
         f"Loglikelihood: {loglik:.6f}",
@@ -329,8 +336,7 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, h
         "reference_size": len(rows), "reference_snps": len(snps),
         "reference_loglik_subset": float(fit.loglik),
     }
-    lines = [f"Reference l{line[1:]}" if line.startswith("Loglikelihood:") else line
-             for line in fit.log_lines]
+    lines = _reference_log(fit)
     if history:
         lines.append(f"Reference maximum likelihood on all {n} SNPs, streamed:")
         lines += [format_iteration(info) for info in history]
