@@ -499,10 +499,10 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
 
     The first start is the given one (completed by least squares when only
     ``Q0`` or ``P0`` is given) or ``init``'s; the other ``starts - 1`` are
-    ``init`` starts: ALS solutions from further random P on the same SVD
-    (:func:`admixspec.ml.initial.svd_starts`, whose first is
-    :func:`~admixspec.ml.initial.svd_init`'s for the seed) or random starts
-    from seeds spawned from ``seed``. Float64 arrays inside the parameter box.
+    ``init`` starts: SVD + ALS starts from seeds spawned from ``seed`` (a
+    new randomized SVD each, :func:`admixspec.ml.initial.svd_starts`, whose
+    first is :func:`~admixspec.ml.initial.svd_init`'s for the seed) or
+    random starts from such seeds. Float64 arrays inside the parameter box.
     """
     m, n = G.shape
     if init not in _INITS:
