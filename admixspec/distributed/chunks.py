@@ -10,7 +10,7 @@ from concurrent.futures import CancelledError
 import numpy as np
 
 from ..exceptions import AdmixspecError, import_optional
-from ..ml.chunks import chunk_bounds
+from ..ml.chunks import chunk_bounds, count_observed
 from ..ml.likelihood import BLOCK_SIZE, thread_limit
 
 __all__ = ["DaskChunks", "DistributedError", "Traffic"]
@@ -52,11 +52,6 @@ def _run_chunk(function, threads, G, P, *shared):
     """
     with thread_limit(threads):
         return function(G, P, *shared)
-
-
-def _count_observed(G):
-    """Non-missing genotypes per individual of one chunk (float64, (m,))."""
-    return (G >= 0).sum(axis=1).astype(np.float64)
 
 
 def _read_bed_chunk(bed_path, n_samples, n_variants, rows, columns):
@@ -175,7 +170,7 @@ class DaskChunks:
         self.traffic = Traffic() if traffic is None else traffic
         self._holders = self._live = None  # where the chunks are: asked once
         self.traffic.sources += 1
-        observed = client.gather([client.submit(_count_observed, f, pure=False)
+        observed = client.gather([client.submit(count_observed, f, pure=False)
                                   for f in self._futures])
         self.n_observed = (np.sum(observed, axis=0) if observed
                            else np.zeros(self.n_individuals))

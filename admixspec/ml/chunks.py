@@ -22,7 +22,8 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["GenotypeChunks", "InMemoryChunks", "as_chunks", "chunk_bounds", "least_squares_p"]
+__all__ = ["GenotypeChunks", "InMemoryChunks", "as_chunks", "chunk_bounds", "count_observed",
+           "least_squares_p"]
 
 
 @runtime_checkable
@@ -95,6 +96,26 @@ def chunk_bounds(n_snps: int, chunk_snps: int, align: int = 64) -> list:
     return [(start, min(start + step, n_snps)) for start in range(0, n_snps, step)]
 
 
+def count_observed(G: np.ndarray) -> np.ndarray:
+    """Non-missing genotypes of each individual (a chunk source's ``n_observed``).
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        -1 missing.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (n_individuals,)
+
+    Examples
+    --------
+    >>> count_observed(np.array([[0, 2, -1], [1, 1, 0]], dtype=np.int8)).tolist()
+    [2.0, 3.0]
+    """
+    return (G >= 0).sum(axis=1).astype(np.float64)
+
+
 class InMemoryChunks:
     """An int8 dosage matrix in memory as a single chunk.
 
@@ -117,7 +138,7 @@ class InMemoryChunks:
         self.G = G
         self.n_individuals, self.n_snps = G.shape
         self.bounds = [(0, self.n_snps)]
-        self.n_observed = (G >= 0).sum(axis=1).astype(np.float64)
+        self.n_observed = count_observed(G)
 
     def map(self, function: Callable, P, *shared) -> list:
         """Run ``function(G, P, *shared)`` on the one chunk (see :class:`GenotypeChunks`)."""
