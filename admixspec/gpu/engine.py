@@ -213,7 +213,9 @@ class CudaEngine(Engine):
             if want_ll:
                 ll = float(ll_snp.copy_to_host().sum())
             if update_p:
-                d_P_new = cuda.to_device(P)
+                # rows outside cols keep P: copied on the device, not sent again
+                d_P_new = cuda.device_array_like(d_P)
+                d_P_new.copy_to_device(d_P)
                 _launch(self.kernels.p_em, n_cols, 1, d_P, A, B, d_cols, d_P_new)
                 P_new = d_P_new.copy_to_host()
         self.passes += 1 if blocks is None else len(blocks) / self.n_blocks
