@@ -147,8 +147,15 @@ class BedChunks:
         width = stop - start
         if self._dosage is None:
             self._dosage = np.empty(self.n_individuals * self.chunk_snps, dtype=np.int8)
-            self._raw = np.empty((self.chunk_snps, self.bytes_per_snp), dtype=np.uint8)
         out = self._dosage[: self.n_individuals * width].reshape(self.n_individuals, width)
+        self._decode_into(out, 0, start, stop)
+        return out
+
+    def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
+        """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
+        width = stop - start
+        if self._raw is None:
+            self._raw = np.empty((self.chunk_snps, self.bytes_per_snp), dtype=np.uint8)
         wanted = self.columns[start:stop]
         with open(self.path, "rb", buffering=0) as handle:
             done = 0
@@ -161,9 +168,8 @@ class BedChunks:
                 if handle.readinto(view) != view.nbytes:
                     raise OSError(f"{self.path}: file ended early (truncated .bed?)")
                 _decode(self._raw, wanted[done:done + count] - first, self.rows, out,
-                        done, _CODE_DOSAGE)
+                        offset + done, _CODE_DOSAGE)
                 done += count
-        return out
 
     def map(self, function, P, *shared) -> list:
         """``function(chunk, P[start:stop], *shared)`` for every chunk, in order."""
@@ -191,8 +197,8 @@ class BedChunks:
     def read(self) -> np.ndarray:
         """All kept genotypes in memory, int8 (n_individuals, n_snps)."""
         G = np.empty((self.n_individuals, self.n_snps), dtype=np.int8)
-        for start, stop in self.bounds:
-            G[:, start:stop] = self.chunk(start, stop)
+        for start, stop in self.bounds:  # decoded in place: no chunk buffer, no copy
+            self._decode_into(G, start, start, stop)
         return G
 
 
