@@ -41,7 +41,7 @@ if not hasattr(np, "row_stack"):
     # with "module 'numpy' has no attribute 'row_stack'" (seen on the H200 image)
     np.row_stack = np.vstack
 
-from numba import cuda  # noqa: E402 - after the alias above
+from numba import cuda  # imported after the alias above
 
 from ..ml import newton
 from ..ml.likelihood import _LOG_EVERY, P_MAX, P_MIN
