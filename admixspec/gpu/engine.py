@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import warnings
 
-import numba
 import numpy as np
 from numba import cuda
 
 from ..ml.likelihood import Engine, project_q
-from ..ml.newton import BlockNewton, _q_newton_kernel, triangle_pairs
+from ..ml.newton import BlockNewton, triangle_pairs
 from .kernels import THREADS_PER_BLOCK, kernels, pack_rows, sum_chunks, zeros
 
 __all__ = ["CudaBlockNewton", "CudaEngine"]
@@ -107,12 +106,7 @@ class CudaBlockNewton(BlockNewton):
         stats = sum_chunks(stats)
         self.sweeps += 1
         eng.passes += 1
-        Q_new = np.empty_like(Q)
-        _q_newton_kernel(Q, stats.copy_to_host(), self.tri_r, self.tri_c, self.frozen,
-                         Q_new, numba.get_num_threads())
-        project_q(Q_new)
-        Q_new[self.frozen] = Q[self.frozen]
-        return Q_new, P_new, ll
+        return self.q_step(Q, stats.copy_to_host()), P_new, ll
 
     def _p_step(self, d_Q, d_P):
         """The P half of the map on the device: new P and the input's log-likelihood."""

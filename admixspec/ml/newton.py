@@ -558,9 +558,17 @@ class BlockNewton:
         self.em_rows += int(sum(part[3] for part in parts))
         eng.passes += 1
         self.sweeps += 3 if update_p else 1
+        return self.q_step(Q, stats), P_new, float(ll)
+
+    def q_step(self, Q, stats):
+        """The Q half of the map: a simplex-constrained Newton step per unfrozen row.
+
+        ``stats`` (n_individuals, K + K(K+1)/2) holds each row's gradient and
+        the upper triangle of minus its Hessian, summed over SNPs.
+        """
         Q_new = np.empty_like(Q)
         _q_newton_kernel(Q, stats, self.tri_r, self.tri_c, self.frozen, Q_new,
                          numba.get_num_threads())
         project_q(Q_new)
         Q_new[self.frozen] = Q[self.frozen]
-        return Q_new, P_new, float(ll)
+        return Q_new
