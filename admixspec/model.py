@@ -171,7 +171,8 @@ def _p_given_q(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None):
     """
     with thread_limit(threads):
         engine = Engine(G, Q.shape[1])
-        P = np.clip(least_squares_p(G, Q), P_MIN, P_MAX)  # G may be chunks
+        # through the engine's chunks: G placed once (a Dask cluster would take it twice)
+        P = np.clip(least_squares_p(engine.chunks, Q), P_MIN, P_MAX)
         previous = -np.inf
         passes = 0
         for passes in range(1, max_passes + 1):
