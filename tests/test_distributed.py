@@ -69,6 +69,18 @@ def test_traffic__counts_p_rows_and_shared_arrays_per_worker(client_fixture, sim
     assert traffic.bytes_received < 1000  # two floats and their framing
 
 
+def test_q_statistics__summed_in_a_tree_on_the_workers(client_fixture, sim_fixture):
+    G, Q, P = sim_fixture.genotypes.dosage, sim_fixture.Q, sim_fixture.P
+    chunks = DaskChunks.scatter(client_fixture, G, chunk_snps=192)
+    assert len(chunks.bounds) == 8
+    local, remote = Engine(G, K), Engine(chunks, K)
+    for want, got in zip(BlockNewton(local).step(Q, P), BlockNewton(remote).step(Q, P)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    # the client gathers the new P rows and one (m, K + K(K+1)/2) sum, not eight
+    statistics = G.shape[0] * (K + K * (K + 1) // 2) * 8
+    assert chunks.traffic.bytes_received < P.nbytes + 2 * statistics
+
+
 def test_from_bed__workers_read_the_file(client_fixture, sim_fixture, tmp_path):
     write_plink(tmp_path / "sim", sim_fixture.genotypes)
     rows, columns = np.arange(5, 60), np.arange(100, 1400)

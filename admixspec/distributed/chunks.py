@@ -10,7 +10,7 @@ from concurrent.futures import CancelledError
 import numpy as np
 
 from ..exceptions import AdmixspecError, import_optional
-from ..ml.chunks import chunk_bounds, count_observed
+from ..ml.chunks import add_sums, chunk_bounds, count_observed
 from ..ml.likelihood import BLOCK_SIZE, thread_limit
 
 __all__ = ["DaskChunks", "DistributedError", "Traffic"]
@@ -52,6 +52,16 @@ def _run_chunk(function, threads, G, P, *shared):
     """
     with thread_limit(threads):
         return function(G, P, *shared)
+
+
+def _part(result, index):
+    """One field of a task's ``(rows, sums)`` result (a tree task)."""
+    return result[index]
+
+
+def _add_pair(left, right):
+    """Two chunks' ``sums`` added field by field (a tree task)."""
+    return add_sums([left, right])
 
 
 def _read_bed_chunk(bed_path, n_samples, n_variants, rows, columns):
@@ -323,9 +333,40 @@ class DaskChunks:
             The pass failed four times in a row, a chunk cannot be placed
             again, or the cluster has had no worker for :data:`WORKER_WAIT` s.
         """
+        def attempt():
+            results = self.client.gather(self._submit(function, P, shared))
+            return results, sum(_nbytes(result) for result in results)
+
+        return self._retried(attempt)
+
+    def map_sum(self, function, P, *shared) -> tuple[list, tuple]:
+        """:func:`admixspec.ml.chunks.map_sum` with the sums added on the workers.
+
+        Each task's ``sums`` are added pairwise in a binary tree of tasks
+        (neighbouring chunks first, so the order of the additions is fixed and
+        the bits repeat): the client receives every chunk's ``rows`` and one
+        summed tuple, not one ``m × K``-sized tuple per chunk.
+
+        Returns
+        -------
+        rows : list
+            Each chunk's ``rows``, in the order of :attr:`bounds`.
+        sums : tuple
+            The chunks' ``sums``, added.
+        """
+        return self._retried(lambda: self._gather_tree(self._submit(function, P, shared)))
+
+    def _retried(self, attempt_pass):
+        """Run a pass, again after chunks lost with a worker are placed again.
+
+        ``attempt_pass()`` returns the pass's results and the bytes gathered.
+        """
         for attempt in range(_RETRIES + 1):
             try:
-                return self._map_once(function, P, shared)
+                results, received = attempt_pass()
+                self.traffic.bytes_received += received
+                self.traffic.passes += 1
+                return results
             except _worker_loss_errors() as error:
                 self._holders = None
                 if attempt == _RETRIES:
@@ -337,7 +378,22 @@ class DaskChunks:
                 self._replace_lost()
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _map_once(self, function, P, shared):
+    def _gather_tree(self, tasks) -> tuple[list, tuple]:
+        """Gather the tasks' ``rows``; add their ``sums`` in a tree on the workers."""
+        client = self.client
+        rows = [client.submit(_part, task, 0, pure=False) for task in tasks]
+        sums = [client.submit(_part, task, 1, pure=False) for task in tasks]
+        while len(sums) > 1:
+            pairs = [sums[i:i + 2] for i in range(0, len(sums), 2)]
+            sums = [client.submit(_add_pair, *pair, pure=False) if len(pair) == 2
+                    else pair[0] for pair in pairs]
+        rows, total = client.gather([rows, sums])
+        total = total[0] if total else ()
+        received = sum(_nbytes(part) for part in rows) + _nbytes(total)
+        return (rows, total), received
+
+    def _submit(self, function, P, shared) -> list:
+        """One task per chunk: ``function(G_chunk, P_rows, *shared)`` (futures)."""
         client = self.client
         if self._holders is None:  # after placing, and again after a worker was lost
             self._live = set(client.scheduler_info(n_workers=-1)["workers"])
@@ -353,13 +409,9 @@ class DaskChunks:
                 value = client.scatter(value, hash=False)
             sent_shared.append(value)
         rows = self._send_rows(P, live)
-        tasks = [client.submit(_run_chunk, function, self.threads, chunk, chunk_rows,
-                               *sent_shared, pure=False)
-                 for chunk, chunk_rows in zip(self._futures, rows)]
-        results = client.gather(tasks)
-        self.traffic.bytes_received += sum(_nbytes(result) for result in results)
-        self.traffic.passes += 1
-        return results
+        return [client.submit(_run_chunk, function, self.threads, chunk, chunk_rows,
+                              *sent_shared, pure=False)
+                for chunk, chunk_rows in zip(self._futures, rows)]
 
     def _send_rows(self, P, live) -> list:
         """Futures of each chunk's P rows, sent to the worker holding the chunk.

@@ -22,8 +22,8 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["GenotypeChunks", "InMemoryChunks", "as_chunks", "chunk_bounds", "count_observed",
-           "least_squares_p"]
+__all__ = ["GenotypeChunks", "InMemoryChunks", "add_sums", "as_chunks", "chunk_bounds",
+           "count_observed", "least_squares_p", "map_sum"]
 
 
 @runtime_checkable
@@ -66,6 +66,60 @@ class GenotypeChunks(Protocol):
             The results, in the order of ``bounds``.
         """
         ...
+
+
+def add_sums(sums: list) -> tuple:
+    """Add tuples of per-chunk sums field by field, in the order given.
+
+    Parameters
+    ----------
+    sums : list of tuple
+        One tuple of arrays or numbers per chunk, all of the same structure.
+
+    Returns
+    -------
+    tuple
+
+    Examples
+    --------
+    >>> add_sums([(1.0, np.ones(2)), (2.0, np.ones(2))])
+    (3.0, array([2., 2.]))
+    """
+    return tuple(sum(fields) for fields in zip(*sums))
+
+
+def map_sum(chunks: GenotypeChunks, function: Callable, P, *shared) -> tuple[list, tuple]:
+    """Run a pass whose per-chunk statistics are only needed summed over chunks.
+
+    ``function(G_chunk, P_rows, *shared)`` returns ``(rows, sums)``: ``rows``
+    belongs to its chunk (new P rows, or None), ``sums`` is a tuple of arrays
+    or numbers (Q's sufficient statistics, log-likelihoods, counts) added over
+    chunks. A source with its own ``map_sum`` method adds them where the
+    chunks are (a Dask cluster sums them in a tree on the workers, so the
+    client receives one ``m × K``-sized sum per pass, not one per chunk);
+    for others the sums are added here, in chunk order.
+
+    Parameters
+    ----------
+    chunks : GenotypeChunks
+    function : callable
+        As for :meth:`GenotypeChunks.map`, returning ``(rows, sums)``.
+    P : numpy.ndarray, shape (n_snps, ...)
+    *shared
+        As for :meth:`GenotypeChunks.map`.
+
+    Returns
+    -------
+    rows : list
+        Each chunk's ``rows``, in the order of ``chunks.bounds``.
+    sums : tuple
+        The ``sums`` added over all chunks.
+    """
+    own = getattr(chunks, "map_sum", None)
+    if own is not None:
+        return own(function, P, *shared)
+    parts = chunks.map(function, P, *shared)
+    return [part[0] for part in parts], add_sums([part[1] for part in parts])
 
 
 def chunk_bounds(n_snps: int, chunk_snps: int, align: int = 64) -> list:

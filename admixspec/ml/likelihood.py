@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from ..exceptions import InputError, UsageError
-from .chunks import as_chunks
+from .chunks import as_chunks, map_sum
 
 __all__ = [
     "P_MAX",
@@ -517,14 +517,12 @@ class Engine:
             swept = np.zeros(self.n_blocks)
             swept[blocks] = 1.0
             per_snp = np.hstack([P, np.repeat(swept, self.lengths)[:, None]])
-        parts = self.chunks.map(_chunk_em, per_snp, Q, update_p, want_ll,
-                                blocks is not None)
-        P_new = _join_rows([part[0] for part in parts], P) if update_p else P
-        acc = sum(part[1] for part in parts)
-        ll = sum(part[3] for part in parts)
+        rows, (acc, swept_obs, ll) = map_sum(self.chunks, _chunk_em, per_snp, Q, update_p,
+                                             want_ll, blocks is not None)
+        P_new = _join_rows(rows, P) if update_p else P
         self.passes += 1 if blocks is None else len(blocks) / self.n_blocks
         if update_q:
-            obs = sum(part[2] for part in parts) if blocks is not None else self.n_obs
+            obs = swept_obs if blocks is not None else self.n_obs
             with np.errstate(invalid="ignore", divide="ignore"):
                 Q_new = Q * acc / (2.0 * obs[:, None])
             empty = obs == 0
@@ -574,7 +572,8 @@ def _chunk_em(G, rows, Q, update_p, want_ll, flagged):
     """One EM sweep of one chunk of SNPs (a :meth:`GenotypeChunks.map` task).
 
     ``rows`` is the chunk's P, with a last column flagging the SNPs to sweep
-    when ``flagged``. Returns the chunk's new P rows (or None), the summed Q
+    when ``flagged``. Returns the chunk's new P rows (or None) and, to be
+    added over chunks (:func:`~admixspec.ml.chunks.map_sum`), the Q
     numerators (m, K), observed counts (m,) and log-likelihood.
     """
     if flagged:
@@ -588,7 +587,7 @@ def _chunk_em(G, rows, Q, update_p, want_ll, flagged):
     Q_acc, n_obs = np.zeros((T, m, K)), np.zeros((T, m))
     P_new = P.copy() if update_p else P
     ll = _em_kernel(G, P, Q, starts, lengths, P_new, Q_acc, n_obs, update_p, want_ll).sum()
-    return (P_new if update_p else None), Q_acc.sum(axis=0), n_obs.sum(axis=0), ll
+    return (P_new if update_p else None), (Q_acc.sum(axis=0), n_obs.sum(axis=0), ll)
 
 
 # --------------------------------------------------------------------------

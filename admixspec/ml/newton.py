@@ -32,6 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .chunks import map_sum
 from .likelihood import (
     BLOCK_SIZE,
     P_MAX,
@@ -488,9 +489,10 @@ def _q_newton_kernel(Q, stats, tri_r, tri_c, frozen, Q_out, n_threads):
 def _relax_chunk(G, P, Q, tri_r, tri_c, update_p):
     """The block-relaxation sweep of one chunk of SNPs (a ``GenotypeChunks.map`` task).
 
-    Returns the chunk's new P rows (None unless ``update_p``), the summed Q
-    statistics (m, K + K(K+1)/2), the log-likelihood of the input (Q, P) on
-    the chunk and the number of P rows that fell back to EM.
+    Returns the chunk's new P rows (None unless ``update_p``) and, to be added
+    over chunks (:func:`~admixspec.ml.chunks.map_sum`), the Q statistics
+    (m, K + K(K+1)/2), the log-likelihood of the input (Q, P) on the chunk
+    and the number of P rows that fell back to EM.
     """
     starts, lengths = snp_blocks(G.shape[1])
     T = numba.get_num_threads()
@@ -498,7 +500,7 @@ def _relax_chunk(G, P, Q, tri_r, tri_c, update_p):
     P_new = np.empty_like(P) if update_p else P
     ll, em_rows = _relax_kernel(G, P, Q, starts, lengths, tri_r, tri_c, P_new, stats,
                                 update_p)
-    return (P_new if update_p else None), stats.sum(axis=0), ll.sum(), int(em_rows.sum())
+    return (P_new if update_p else None), (stats.sum(axis=0), ll.sum(), int(em_rows.sum()))
 
 
 class BlockNewton:
@@ -551,11 +553,10 @@ class BlockNewton:
             Log-likelihood of the *input* (Q, P).
         """
         eng = self.engine
-        parts = eng.chunks.map(_relax_chunk, P, Q, self.tri_r, self.tri_c, update_p)
-        P_new = _join_rows([part[0] for part in parts], P) if update_p else P
-        stats = sum(part[1] for part in parts)
-        ll = sum(part[2] for part in parts)
-        self.em_rows += int(sum(part[3] for part in parts))
+        rows, (stats, ll, em_rows) = map_sum(eng.chunks, _relax_chunk, P, Q, self.tri_r,
+                                             self.tri_c, update_p)
+        P_new = _join_rows(rows, P) if update_p else P
+        self.em_rows += int(em_rows)
         eng.passes += 1
         self.sweeps += 3 if update_p else 1
         return self.q_step(Q, stats), P_new, float(ll)
