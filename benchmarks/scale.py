@@ -46,8 +46,8 @@ SETTINGS = {
     "a": {"individuals": 20_000, "snps": 500_000, "K": 6, "reference_size": None},
     "b": {"individuals": 100_000, "snps": 100_000, "K": 4, "reference_size": 10_000},
 }
-#: SNPs simulated per block: a block's frequencies are individuals x block doubles.
-SIM_BLOCK = 2000
+#: Genotypes simulated per block: a block's frequencies are this many doubles (512 MiB).
+SIM_BLOCK_ENTRIES = 2**26
 
 
 def simulate_bed(prefix: Path, n_individuals: int, n_snps: int, K: int, *, seed: int,
@@ -70,12 +70,17 @@ def simulate_bed(prefix: Path, n_individuals: int, n_snps: int, K: int, *, seed:
     }
     with create_bed(f"{prefix}.bed", n_individuals, n_snps, properties=properties,
                     count_A1=False) as writer:
-        for start in range(0, n_snps, SIM_BLOCK):
-            size = min(SIM_BLOCK, n_snps - start)
+        block = max(1, SIM_BLOCK_ENTRIES // n_individuals)
+        for start in range(0, n_snps, block):
+            size = min(block, n_snps - start)
             ancestral = rng.uniform(0.05, 0.95, size)
             P = rng.beta(ancestral[:, None] * shape, (1 - ancestral[:, None]) * shape,
                          (size, K))
-            dosage = rng.binomial(2, Q @ P.T).astype(np.int8)  # (individuals, block)
+            frequency = Q @ P.T  # (individuals, block)
+            # Binomial(2, f) as two Bernoulli(f) draws: the same distribution as
+            # rng.binomial, six times faster (10^10 genotypes in settings a and b)
+            dosage = (rng.random(frequency.shape, dtype=np.float32) < frequency).view(np.int8)
+            dosage += rng.random(frequency.shape, dtype=np.float32) < frequency
             for column in dosage.T:  # the writer takes one SNP at a time
                 writer.write(column)
 
