@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import shlex
 import signal
 import sys
@@ -528,7 +529,8 @@ def _add_memory_argument(group) -> None:
     )
     group.add_argument(
         "--memory", type=_positive_int, default=None, metavar="MB",
-        help="workspace budget in MiB (PLINK's --memory): a PLINK .bed whose int8 "
+        help="workspace budget in MiB (PLINK's --memory; default half of this machine's "
+        "memory): a PLINK .bed whose int8 "
         "genotypes take more than half of it is streamed from disk chunk by chunk "
         "(reference fit on the SNPs that fit, then streamed passes; no --cv, "
         "--bootstrap, --project, --supervised or --indep-pairwise)",
@@ -542,13 +544,12 @@ def _read_for_run(args: argparse.Namespace):
     from .io.bed_chunks import fileset_shape, open_streamed
     from .io.reader import detect_format, read_keep
 
-    if args.memory is None:
-        return read_genotypes_from_args(args)
     if detect_format(args.input) != "plink":
-        logger.info("--memory: only a PLINK .bed is streamed; reading %s into memory",
-                    args.input)
+        if args.memory is not None:
+            logger.info("--memory: only a PLINK .bed is streamed; reading %s into memory",
+                        args.input)
         return read_genotypes_from_args(args)
-    budget = args.memory * 2.0**20
+    budget, budget_text = _memory_budget(args.memory)
     n_individuals, n_snps = fileset_shape(args.input)
     samples = None if args.keep is None else read_keep(args.keep)
     n_individuals = n_individuals if samples is None else len(samples)
@@ -560,8 +561,8 @@ def _read_for_run(args: argparse.Namespace):
     wanted = [flag for flag, value in in_memory_only.items() if value is not None]
     if wanted:
         raise UsageError(f"{', '.join(wanted)} need(s) the genotypes in memory, but "
-                         f"{n_individuals} x {n_snps} exceed half of --memory "
-                         f"{args.memory} MiB; raise --memory")
+                         f"{n_individuals} x {n_snps} exceed half of {budget_text}; "
+                         "raise --memory")
     start = time.perf_counter()
     genotypes = open_streamed(args.input, memory_bytes=budget, samples=samples,
                               region=args.region, maf=args.maf, geno=args.geno,
@@ -572,11 +573,25 @@ def _read_for_run(args: argparse.Namespace):
     chunks = genotypes.chunks
     logger.info(
         "streaming %d individuals x %d SNPs (%.0f MiB of int8 genotypes, more than half "
-        "of --memory %d MiB) from %s in %d chunks of up to %d SNPs; filtered in %.1f s",
+        "of %s) from %s in %d chunks of up to %d SNPs; filtered in %.1f s",
         genotypes.n_individuals, genotypes.n_snps,
-        genotypes.n_individuals * genotypes.n_snps / 2**20, args.memory, args.input,
+        genotypes.n_individuals * genotypes.n_snps / 2**20, budget_text, args.input,
         len(chunks.bounds), chunks.chunk_snps, time.perf_counter() - start)
     return genotypes
+
+
+def _memory_budget(memory_mib: int | None) -> tuple[float, str]:
+    """``--memory`` in bytes and in words; unset, half of physical memory, as PLINK's."""
+    if memory_mib is not None:
+        return memory_mib * 2.0**20, f"--memory {memory_mib} MiB"
+    budget = _physical_memory() / 2
+    return budget, (f"the default --memory {budget / 2**20:.0f} MiB, half of this "
+                    "machine's memory")
+
+
+def _physical_memory() -> int:
+    """This machine's memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def _reference_dosage(genotypes, reference, reference_size, seed):
