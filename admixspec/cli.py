@@ -530,7 +530,7 @@ def _add_memory_argument(group) -> None:
     group.add_argument(
         "--memory", type=_positive_int, default=None, metavar="MB",
         help="workspace budget in MiB (PLINK's --memory; default half of this machine's "
-        "memory): a PLINK .bed whose int8 "
+        "memory): a PLINK .bed or VCF Zarr store whose int8 "
         "genotypes take more than half of it is streamed from disk chunk by chunk "
         "(reference fit on the SNPs that fit, then streamed passes; no --cv, "
         "--bootstrap, --project, --supervised or --indep-pairwise)",
@@ -541,16 +541,17 @@ def _read_for_run(args: argparse.Namespace):
     """``run``'s genotypes: in memory, or left on disk when ``--memory`` says they do not fit."""
     from .filters import check_usable
     from .genotypes import filter_lines
-    from .io.bed_chunks import fileset_shape, open_streamed
-    from .io.reader import detect_format, read_keep
+    from .io.reader import read_keep
+    from .io.streamed import input_shape, open_streamed
 
-    if detect_format(args.input) != "plink":
+    shape = input_shape(args.input)
+    if shape is None:
         if args.memory is not None:
-            logger.info("--memory: only a PLINK .bed is streamed; reading %s into memory",
-                        args.input)
+            logger.info("--memory: only a PLINK .bed or VCF Zarr store is streamed; "
+                        "reading %s into memory", args.input)
         return read_genotypes_from_args(args)
     budget, budget_text = _memory_budget(args.memory)
-    n_individuals, n_snps = fileset_shape(args.input)
+    n_individuals, n_snps = shape
     samples = None if args.keep is None else read_keep(args.keep)
     n_individuals = n_individuals if samples is None else len(samples)
     if n_individuals * n_snps <= budget / 2:

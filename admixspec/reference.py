@@ -123,7 +123,7 @@ def fit_with_reference(
     ----------
     genotypes : Genotypes or array_like, int8, shape (n_individuals, n_snps)
         Copies of the counted allele (0/1/2), -1 for missing; or
-        :class:`~admixspec.io.bed_chunks.StreamedGenotypes` (genotypes left on
+        :class:`~admixspec.io.streamed.StreamedGenotypes` (genotypes left on
         disk), fitted by :func:`fit_streamed`.
     K : int
     reference_size : int
@@ -222,7 +222,7 @@ def reference_sample(genotypes, reference_size: int, *, seed=None):
 
     Parameters
     ----------
-    genotypes : admixspec.io.bed_chunks.StreamedGenotypes
+    genotypes : admixspec.io.streamed.StreamedGenotypes
     reference_size : int
     seed : int, optional
 
@@ -272,7 +272,7 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
 
     Parameters
     ----------
-    genotypes : admixspec.io.bed_chunks.StreamedGenotypes
+    genotypes : admixspec.io.streamed.StreamedGenotypes
     K, reference_size, seed, tol, max_iter, threads
         As in :func:`fit_with_reference`.
     **fit_options

@@ -7,7 +7,6 @@ from admixspec import simulate_balding_nichols
 from admixspec.ml.chunks import GenotypeChunks, InMemoryChunks, as_chunks, chunk_bounds
 from admixspec.ml.likelihood import Engine, check_params
 from admixspec.ml.newton import BlockNewton
-from admixspec.ml.refine import fit_ml
 
 
 class SplitChunks:

@@ -112,6 +112,21 @@ def test_use_client__streamed_bed_is_read_by_the_workers(client_fixture, sim_fix
     assert _relative(got, want) < 1e-12
 
 
+def test_from_chunks__another_streamed_source_is_sent_chunk_by_chunk(client_fixture,
+                                                                      sim_fixture,
+                                                                      tmp_path):
+    from admixspec.io.bed_chunks import BedChunks
+
+    write_plink(tmp_path / "sim", sim_fixture.genotypes)
+    m, n = sim_fixture.genotypes.dosage.shape
+    source = BedChunks(tmp_path / "sim.bed", m, n, chunk_snps=640)
+    chunks = DaskChunks.from_chunks(client_fixture, source)
+    assert chunks.bounds == source.bounds == [(0, 640), (640, 1280), (1280, 1500)]
+    Q, P = sim_fixture.Q, sim_fixture.P
+    want = Engine(sim_fixture.genotypes.dosage, K).loglik(Q, P)
+    assert _relative(Engine(chunks, K).loglik(Q, P), want) < 1e-12
+
+
 def test_use_client__fit_equals_in_memory_fit(client_fixture, sim_fixture):
     want = fit_admixture(sim_fixture.genotypes, K, method="ml", seed=1, threads=1)
     with use_client(client_fixture) as traffic:

@@ -6,7 +6,8 @@ import pytest
 from admixspec import simulate_balding_nichols
 from admixspec.genotypes import snp_statistics
 from admixspec.io import read_genotypes, write_plink
-from admixspec.io.bed_chunks import BedChunks, chunk_snps_for
+from admixspec.io.bed_chunks import BedChunks
+from admixspec.io.streamed import chunk_snps_for
 from admixspec.io.plink import read_plink
 from admixspec.ml.likelihood import Engine, check_params
 from admixspec.ml.newton import BlockNewton
@@ -72,7 +73,7 @@ def test_chunk_size_from_a_budget():
 
 
 def test_open_streamed_filters_as_the_reader(fileset):
-    from admixspec.io.bed_chunks import open_streamed
+    from admixspec.io.streamed import open_streamed
 
     path, sim = fileset
     keep = [str(s) for s in sim.genotypes.samples[5:150]]

@@ -15,7 +15,9 @@ from admixspec import InputError
 from admixspec.cli import main
 from admixspec.io import detect_format, read_genotypes, read_q, read_vcf
 from admixspec.io import vcz as vcz_module
-from admixspec.io.vcz import classify_alleles, read_vcz
+from admixspec.io.streamed import open_streamed
+from admixspec.io.vcz import VczChunks, classify_alleles, read_vcz
+from admixspec.metrics import q_error
 
 pytest.importorskip("zarr")
 pytest.importorskip("bio2zarr")
@@ -150,3 +152,47 @@ class TestRunFromVcz:
                          "--out", str(tmp_path / name)]) == 0
         np.testing.assert_array_equal(read_q(tmp_path / "vcz.3.Q"),
                                       read_q(tmp_path / "vcf.3.Q"))
+
+
+class TestStreamedVcz:
+    """A ``.vcz`` left on disk reads, filters and fits as the store read whole."""
+
+    def test_chunks__equal_the_reader_on_kept_samples_and_scattered_snps(
+            self, example_vcz_fixture):
+        whole = read_vcz(example_vcz_fixture).dosage
+        rows, columns = np.array([1, 4, 30, 59]), np.arange(3, 10_000, 7)
+        # 128-SNP chunks of every 7th SNP span several 1,000-variant store chunks
+        chunks = VczChunks(example_vcz_fixture, 60, 10_000, rows=rows, columns=columns,
+                           chunk_snps=128)
+        assert len(chunks.bounds) > 10
+        np.testing.assert_array_equal(chunks.read(), whole[np.ix_(rows, columns)])
+        start, stop = chunks.bounds[3]
+        np.testing.assert_array_equal(chunks.chunk(start, stop),
+                                      whole[np.ix_(rows, columns[start:stop])])
+
+    def test_open_streamed__filters_as_read_genotypes(self, example_vcz_fixture):
+        filters = {"maf": 0.05, "geno": 0.1, "mind": 0.5}
+        samples = read_vcf(EXAMPLE_VCF).samples[5:50].tolist()
+        streamed = open_streamed(example_vcz_fixture, memory_bytes=200_000,
+                                 samples=samples, region="1:1-3000000", **filters)
+        whole = read_genotypes(example_vcz_fixture, keep=samples,
+                               region="1:1-3000000", **filters)
+        assert len(streamed.chunks.bounds) > 1
+        np.testing.assert_array_equal(streamed.chunks.read(), whole.dosage)
+        assert streamed.samples.tolist() == whole.samples.tolist()
+        assert streamed.variants.equals(whole.variants)
+        assert streamed.filter_log == whole.filter_log
+        np.testing.assert_array_equal(streamed.chunks.n_observed,
+                                      (whole.dosage >= 0).sum(axis=1))
+
+    def test_run__memory_streams_the_store_to_the_in_memory_fit(
+            self, example_vcz_fixture, tmp_path):
+        for name, flags in (("whole", []), ("streamed", ["--memory", "1"])):
+            assert main(["run", str(example_vcz_fixture), "-K", "3", "--seed", "5",
+                         "-q", "--out", str(tmp_path / name),
+                         *flags]) == 0
+        log = (tmp_path / "streamed.3.log").read_text()
+        assert "Streamed: 60 individuals x" in log
+        # the reference fit saw a SNP sample (0.5 MiB), then ML ran on every SNP
+        assert q_error(read_q(tmp_path / "whole.3.Q"), read_q(tmp_path / "streamed.3.Q")) \
+            < 1e-3

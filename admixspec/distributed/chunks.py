@@ -213,14 +213,46 @@ class DaskChunks:
         slots = _worker_slots(client)
         m, n = G.shape
         bounds = chunk_bounds(n, chunk_snps or _default_chunk_snps(m, n, len(slots)))
+        return cls._sent(client, slots, bounds, m,
+                         lambda start, stop: np.ascontiguousarray(G[:, start:stop]),
+                         threads=threads, traffic=traffic)
+
+    @classmethod
+    def from_chunks(cls, client, source, *, chunk_snps=None, threads=1, traffic=None):
+        """Send the chunks of another source (e.g. a streamed ``.vcz`` store) to the workers.
+
+        Each chunk is read here, one at a time, and sent; a chunk lost with
+        its worker is read and sent again.
+
+        Parameters
+        ----------
+        client : distributed.Client
+        source : admixspec.io.streamed.StreamedChunks
+            Read with its own chunks, or re-chunked to ``chunk_snps``.
+        chunk_snps, threads, traffic
+            As in :meth:`scatter`.
+
+        Returns
+        -------
+        DaskChunks
+        """
+        _distributed()
+        if chunk_snps is not None:
+            source = source.subset(chunk_snps=chunk_snps)
+        return cls._sent(client, _worker_slots(client), list(source.bounds),
+                         source.n_individuals,
+                         lambda start, stop: source.chunk(start, stop).copy(),
+                         threads=threads, traffic=traffic)
+
+    @classmethod
+    def _sent(cls, client, slots, bounds, n_individuals, read, *, threads, traffic):
+        """Chunks ``read(start, stop)`` here and sent to the workers in turn."""
 
         def place(index, worker):
-            start, stop = bounds[index]
-            return client.scatter(np.ascontiguousarray(G[:, start:stop]),
-                                  workers=[worker], hash=False)
+            return client.scatter(read(*bounds[index]), workers=[worker], hash=False)
 
         futures = [place(i, slots[i % len(slots)]) for i in range(len(bounds))]
-        return cls(client, futures, bounds, m, source=place, threads=threads,
+        return cls(client, futures, bounds, n_individuals, source=place, threads=threads,
                    traffic=traffic)
 
     @classmethod

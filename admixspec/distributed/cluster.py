@@ -78,14 +78,18 @@ def _place(client, genotypes, **options):
 
     An int8 matrix is sent to them; a ``.bed`` source streamed from disk
     (:class:`admixspec.io.bed_chunks.BedChunks`) is read by them from its
-    file; other sources (already :class:`DaskChunks`) are used as they are.
+    file; another streamed source (a ``.vcz`` store) is read here chunk by
+    chunk and sent; sources already on the cluster are used as they are.
     """
     from ..io.bed_chunks import BedChunks
+    from ..io.streamed import StreamedChunks
 
     if isinstance(genotypes, np.ndarray):
         return DaskChunks.scatter(client, genotypes, **options)
     if isinstance(genotypes, BedChunks):
         return DaskChunks.from_bed_chunks(client, genotypes, **options)
+    if isinstance(genotypes, StreamedChunks):
+        return DaskChunks.from_chunks(client, genotypes, **options)
     return genotypes
 
 

@@ -15,20 +15,13 @@ the ``.bim`` column-6 allele (A2), -1 missing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import numba
 import numpy as np
-import pandas as pd
 
-from ..filters import apply_filters
-from ..genotypes import Genotypes, placeholder_variants, snp_statistics
-from ..ml.chunks import chunk_bounds
 from .plink import open_fileset, plink_prefix, variant_table
+from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 
-__all__ = ["BedChunks", "StreamedGenotypes", "chunk_snps_for", "fileset_shape",
-           "open_streamed"]
+__all__ = ["BedChunks", "fileset_shape", "open_streamed_bed"]
 
 # A2 copies of each 2-bit code, in PLINK 1's order: 00 homozygous A1, 01
 # missing, 10 heterozygous, 11 homozygous A2.
@@ -57,18 +50,7 @@ def _decode(raw, snps, rows, out, offset, lut):
                 out[r, offset + s] = lut[code]
 
 
-def chunk_snps_for(n_individuals: int, budget_bytes: float) -> int:
-    """SNPs per chunk whose int8 genotypes take about ``budget_bytes`` (a multiple of 64).
-
-    Examples
-    --------
-    >>> chunk_snps_for(1000, 1e6)
-    960
-    """
-    return max(64, int(budget_bytes // max(n_individuals, 1)) // 64 * 64)
-
-
-class BedChunks:
+class BedChunks(StreamedChunks):
     """Chosen individuals and SNPs of a ``.bed`` file, decoded one chunk of SNPs at a time.
 
     Parameters
@@ -77,79 +59,15 @@ class BedChunks:
         A checked SNP-major ``.bed`` (see :func:`admixspec.io.plink.check_bed`).
     n_samples, n_variants : int
         Lines of its ``.fam`` and ``.bim``.
-    rows : array_like of int, optional
-        ``.fam`` rows to keep, increasing (default all).
-    columns : array_like of int, optional
-        ``.bim`` rows (SNPs) to keep, increasing (default all).
-    chunk_snps : int
-        Largest chunk, in kept SNPs (rounded down to a multiple of 64).
-    n_observed : numpy.ndarray, optional
-        Non-missing calls per kept individual, if already counted; else one
-        pass of :meth:`statistics` counts them when first asked for.
-
-    Attributes
-    ----------
-    n_individuals, n_snps : int
-    bounds : list of (int, int)
-        Kept-SNP ranges of the chunks.
-    n_observed : numpy.ndarray, float64, shape (n_individuals,)
+    **options
+        ``rows``, ``columns`` (``.fam``/``.bim`` rows), ``chunk_snps``,
+        ``n_observed``: see :class:`admixspec.io.streamed.StreamedChunks`.
     """
 
-    def __init__(self, bed_path, n_samples: int, n_variants: int, *, rows=None,
-                 columns=None, chunk_snps: int = 8192, n_observed=None):
-        self.path = Path(bed_path)
-        self.n_samples, self.n_variants = int(n_samples), int(n_variants)
+    def __init__(self, bed_path, n_samples: int, n_variants: int, **options):
+        super().__init__(bed_path, n_samples, n_variants, **options)
         self.bytes_per_snp = (int(n_samples) + 3) // 4
-        self.rows = np.arange(n_samples, dtype=np.int64) if rows is None else \
-            np.asarray(rows, dtype=np.int64)
-        self.columns = np.arange(n_variants, dtype=np.int64) if columns is None else \
-            np.asarray(columns, dtype=np.int64)
-        self.n_individuals, self.n_snps = len(self.rows), len(self.columns)
-        self.bounds = chunk_bounds(self.n_snps, chunk_snps)
-        self.chunk_snps = max((stop - start for start, stop in self.bounds), default=0)
-        # allocated on the first read: a source opened early (the whole cohort,
-        # while the reference is fitted in memory) holds no buffers until used
-        self._dosage = self._raw = None
-        # counted on first use: a source that is only read (the reference
-        # sample) or filtered (open_streamed) needs no counting pass
-        self._n_observed = None if n_observed is None else \
-            np.asarray(n_observed, dtype=np.float64)
-
-    @property
-    def n_observed(self) -> np.ndarray:
-        """Non-missing calls per kept individual, float64 (n_individuals,).
-
-        Given to the constructor, or counted by one pass of :meth:`statistics`
-        the first time it is asked for.
-        """
-        if self._n_observed is None:
-            self._n_observed = (self.n_snps - self.statistics()[2]).astype(np.float64)
-        return self._n_observed
-
-    def subset(self, *, rows=None, columns=None, chunk_snps=None) -> "BedChunks":
-        """The same file with other individuals/SNPs (positions into this source's own)."""
-        pick_rows = self.rows if rows is None else self.rows[np.asarray(rows)]
-        pick_columns = self.columns if columns is None else self.columns[np.asarray(columns)]
-        # all SNPs kept and the calls per individual known: no pass needed
-        known = self._n_observed
-        observed = None if columns is not None or known is None else \
-            known if rows is None else known[np.asarray(rows)]
-        return BedChunks(self.path, self.n_samples, self.n_variants, rows=pick_rows,
-                         columns=pick_columns,
-                         chunk_snps=chunk_snps or max(self.chunk_snps, 64),
-                         n_observed=observed)
-
-    def chunk(self, start: int, stop: int) -> np.ndarray:
-        """int8 dosage of kept SNPs ``start:stop``, shape (n_individuals, stop - start).
-
-        The array is this source's reused buffer: valid until the next call.
-        """
-        width = stop - start
-        if self._dosage is None:
-            self._dosage = np.empty(self.n_individuals * self.chunk_snps, dtype=np.int8)
-        out = self._dosage[: self.n_individuals * width].reshape(self.n_individuals, width)
-        self._decode_into(out, 0, start, stop)
-        return out
+        self._raw = None  # the byte buffer, allocated on the first read
 
     def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
         """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
@@ -171,144 +89,24 @@ class BedChunks:
                         offset + done, _CODE_DOSAGE)
                 done += count
 
-    def map(self, function, P, *shared) -> list:
-        """``function(chunk, P[start:stop], *shared)`` for every chunk, in order."""
-        return [function(self.chunk(start, stop), P[start:stop], *shared)
-                for start, stop in self.bounds]
 
-    def statistics(self):
-        """Per-SNP calls and allele sums, per-individual missing calls, in one pass.
-
-        Returns
-        -------
-        called, allele_sum : numpy.ndarray, int64, shape (n_snps,)
-        missing_per_individual : numpy.ndarray, int64, shape (n_individuals,)
-            As :func:`admixspec.genotypes.snp_statistics` of the whole matrix.
-        """
-        called = np.empty(self.n_snps, dtype=np.int64)
-        allele_sum = np.empty(self.n_snps, dtype=np.int64)
-        missing = np.zeros(self.n_individuals, dtype=np.int64)
-        for start, stop in self.bounds:
-            called[start:stop], allele_sum[start:stop], chunk_missing = snp_statistics(
-                self.chunk(start, stop))
-            missing += chunk_missing
-        return called, allele_sum, missing
-
-    def read(self) -> np.ndarray:
-        """All kept genotypes in memory, int8 (n_individuals, n_snps)."""
-        G = np.empty((self.n_individuals, self.n_snps), dtype=np.int8)
-        for start, stop in self.bounds:  # decoded in place: no chunk buffer, no copy
-            self._decode_into(G, start, start, stop)
-        return G
-
-
-@dataclass
-class StreamedGenotypes:
-    """A filtered PLINK fileset whose genotypes stay on disk (see :func:`open_streamed`).
-
-    The annotations of :class:`admixspec.genotypes.Genotypes` without the
-    dosage matrix; :attr:`chunks` reads it.
-
-    Attributes
-    ----------
-    chunks : BedChunks
-        The kept individuals and SNPs.
-    samples, variants, families, source, filter_log
-        As in :class:`admixspec.genotypes.Genotypes`.
-    memory_bytes : float
-        The workspace budget the streaming was chosen for.
-    """
-
-    chunks: BedChunks
-    samples: np.ndarray
-    variants: pd.DataFrame
-    families: np.ndarray | None
-    source: str
-    filter_log: list = field(default_factory=list)
-    memory_bytes: float = 0.0
-
-    @property
-    def n_individuals(self) -> int:
-        """Number of kept individuals."""
-        return self.chunks.n_individuals
-
-    @property
-    def n_snps(self) -> int:
-        """Number of kept SNPs."""
-        return self.chunks.n_snps
-
-
-def _chunk_filters(chunks: BedChunks, options: dict):
-    """Apply the per-SNP filters chunk by chunk (one pass).
-
-    Returns the kept positions (into ``chunks.columns``), the filter log
-    (removals summed over chunks) and the kept calls per individual.
-    """
-    samples = np.array([f"i{i}" for i in range(chunks.n_individuals)])
-    kept, log, observed = [], {}, np.zeros(chunks.n_individuals)
-    for start, stop in chunks.bounds:
-        variants = placeholder_variants(stop - start)
-        variants["pos"] = np.arange(start, stop)
-        part = apply_filters(Genotypes(chunks.chunk(start, stop).copy(), samples, variants),
-                             **options)
-        kept.append(part.variants["pos"].to_numpy(dtype=np.int64))
-        observed += (part.dosage >= 0).sum(axis=1)
-        for entry in part.filter_log:
-            total = log.setdefault(entry["filter"], dict(entry, removed=0))
-            total["removed"] += entry["removed"]
-    return np.concatenate(kept) if kept else np.zeros(0, np.int64), list(log.values()), \
-        observed
-
-
-def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0.0,
-                  geno=1.0, mind=1.0, drop_monomorphic=True) -> StreamedGenotypes:
-    """Open and filter a PLINK 1 fileset for streaming, reading the genotypes twice at most.
-
-    The filters are :func:`admixspec.read_genotypes`'s: ``mind`` on one pass
-    over all SNPs, then ``geno``, the monomorphic filter and ``maf`` (which
-    look at one SNP at a time) chunk by chunk on a second pass; LD pruning
-    needs SNP windows in memory and is not offered here.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        ``.bed`` path or fileset prefix.
-    memory_bytes : float
-        Workspace budget; a chunk's int8 genotypes take an eighth of it.
-    samples : sequence of str, optional
-        IIDs to keep (``--keep``).
-    region, maf, geno, mind, drop_monomorphic
-        As in :func:`admixspec.read_genotypes`.
-
-    Returns
-    -------
-    StreamedGenotypes
-    """
+def open_streamed_bed(path, *, memory_bytes: float, samples=None, region=None,
+                      filters: dict) -> StreamedGenotypes:
+    """:func:`admixspec.io.streamed.open_streamed` for a PLINK 1 fileset."""
     fileset = open_fileset(path, samples, region)
     bed_path, fam, bim = fileset.bed_path, fileset.fam, fileset.bim
-    rows, columns = fileset.rows, fileset.columns
-    in_region, not_snp = fileset.in_region, fileset.not_snp
-    step = chunk_snps_for(len(rows), memory_bytes / 8)
-    chunks = BedChunks(bed_path, len(fam), len(bim), rows=rows, columns=columns,
-                       chunk_snps=step)
-    log = [{"filter": "biallelic_snp", "unit": "variants", "removed": not_snp,
-            "reason": f"indel or symbolic allele ({not_snp}) out of {in_region} "
-            "variants read"}]
-    if mind < 1.0 and len(columns):
-        missing = chunks.statistics()[2]
-        keep = missing / len(columns) <= mind
-        log.append({"filter": "mind", "unit": "individuals",
-                    "removed": int(np.count_nonzero(~keep)),
-                    "reason": f"missing-call fraction > {mind:g}"})
-        chunks = chunks.subset(rows=np.flatnonzero(keep), chunk_snps=step)
-    kept, snp_log, observed = _chunk_filters(
-        chunks, {"maf": maf, "geno": geno, "drop_monomorphic": drop_monomorphic})
-    chunks = BedChunks(bed_path, len(fam), len(bim), rows=chunks.rows,
-                       columns=chunks.columns[kept], chunk_snps=step, n_observed=observed)
-    variants = variant_table(fileset, chunks.columns)
+    not_snp, in_region = fileset.not_snp, fileset.in_region
+    chunks = BedChunks(bed_path, len(fam), len(bim), rows=fileset.rows,
+                       columns=fileset.columns,
+                       chunk_snps=chunk_snps_for(len(fileset.rows), memory_bytes / 8))
+    chunks, log, _ = filter_streamed(chunks, **filters)
+    log.insert(0, {"filter": "biallelic_snp", "unit": "variants", "removed": not_snp,
+                   "reason": f"indel or symbolic allele ({not_snp}) out of {in_region} "
+                   "variants read"})
     return StreamedGenotypes(
-        chunks, fam["iid"].to_numpy()[chunks.rows].astype(str), variants,
-        fam["fid"].to_numpy()[chunks.rows].astype(str), str(bed_path), log + snp_log,
+        chunks, fam["iid"].to_numpy()[chunks.rows].astype(str),
+        variant_table(fileset, chunks.columns),
+        fam["fid"].to_numpy()[chunks.rows].astype(str), str(bed_path), log,
         float(memory_bytes))
 
 

@@ -29,9 +29,10 @@ import pandas as pd
 from ..exceptions import InputError, import_optional
 from ..genotypes import Genotypes
 from .plink import _region_mask, _sample_rows
+from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 from .vcf import _SNP_BASES, _decode_block, read_log_entries
 
-__all__ = ["is_vcz", "read_vcz"]
+__all__ = ["VczChunks", "is_vcz", "open_streamed_vcz", "read_vcz", "store_shape"]
 
 logger = logging.getLogger("admixspec")
 
@@ -153,6 +154,13 @@ def _variant_table(store, columns, alleles, chrom, positions) -> pd.DataFrame:
     )
 
 
+def _decode_calls(block: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Dosage (variants, samples) of REF from ``call_genotype`` rows (variants, samples, ploidy)."""
+    # the VCF decoder's layout: alleles then a trailing phase column
+    padded = np.concatenate([block, np.zeros_like(block[..., :1])], axis=-1)
+    return _decode_block(padded, counts)
+
+
 def _read_dosage(calls, columns: np.ndarray, rows, path: Path):
     """Decode the chosen variants' calls chunk by chunk into an int8 matrix.
 
@@ -174,14 +182,33 @@ def _read_dosage(calls, columns: np.ndarray, rows, path: Path):
         block = chunk_calls[columns[first:stop] - start]
         if not every_sample:
             block = block[:, rows]
-        # the VCF decoder's layout: alleles then a trailing phase column
-        padded = np.concatenate([block, np.zeros_like(block[..., :1])], axis=-1)
-        dosage[:, first:stop] = _decode_block(padded, counts).T
+        dosage[:, first:stop] = _decode_calls(block, counts).T
         if time.monotonic() - last_message >= PROGRESS_INTERVAL:
             last_message = time.monotonic()
             logger.info("%s: read %d of %d variants (%.0f%%)", path, stop, len(columns),
                         100.0 * stop / len(columns))
     return dosage, counts
+
+
+def _biallelic_snps(store, samples, region, path: Path):
+    """The store's sample IDs, chosen rows and SNP columns, for reading or streaming.
+
+    Returns ``(file_samples, rows, columns, alleles, chrom, positions,
+    skipped, n_records)``: what :func:`read_vcz` and :func:`open_streamed_vcz`
+    both need before decoding any genotype.
+    """
+    file_samples = _strings(store["sample_id"])
+    if len(file_samples) == 0:
+        raise InputError("has no samples", path=path)
+    if store["call_genotype"].shape[0] == 0:
+        raise InputError("has no variant records", path=path)
+    rows = _sample_rows(file_samples, samples, path, kind=".vcz")
+    chrom, positions = _contigs_and_positions(store)
+    in_region = np.flatnonzero(_region_mask(chrom, positions, region))
+    alleles = _strings(store["variant_allele"])
+    snp, skipped = classify_alleles(alleles[in_region])
+    return (file_samples, rows, in_region[snp], alleles, chrom, positions, skipped,
+            len(in_region))
 
 
 def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
@@ -224,20 +251,9 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
     if not path.exists():
         raise InputError("file not found", path=path)
     store = _open_store(path)
-    file_samples = _strings(store["sample_id"])
-    if len(file_samples) == 0:
-        raise InputError("has no samples", path=path)
-    calls = store["call_genotype"]
-    if calls.shape[0] == 0:
-        raise InputError("has no variant records", path=path)
-    rows = _sample_rows(file_samples, samples, path, kind=".vcz")
-    chrom, positions = _contigs_and_positions(store)
-    in_region = np.flatnonzero(_region_mask(chrom, positions, region))
-    alleles = _strings(store["variant_allele"])
-    snp, skipped = classify_alleles(alleles[in_region])
-    columns = in_region[snp]
-    n_records = len(in_region)
-    dosage, ploidy_counts = _read_dosage(calls, columns, rows, path)
+    file_samples, rows, columns, alleles, chrom, positions, skipped, n_records = \
+        _biallelic_snps(store, samples, region, path)
+    dosage, ploidy_counts = _read_dosage(store["call_genotype"], columns, rows, path)
     genotypes = Genotypes(
         dosage=dosage,
         samples=file_samples[rows],
@@ -246,3 +262,84 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
     )
     genotypes.filter_log.extend(read_log_entries(skipped, n_records, ploidy_counts))
     return genotypes
+
+
+class VczChunks(StreamedChunks):
+    """Chosen samples and SNPs of a VCF Zarr store, decoded one chunk of SNPs at a time.
+
+    Each chunk reads the store's ``call_genotype`` rows that hold its SNPs
+    (all samples; Zarr decompresses whole variant chunks) and decodes them
+    by :func:`read_vcz`'s rules (REF counted, -1 missing). The last span of
+    store rows read is kept, so that a store chunk longer than this source's
+    chunk is decompressed once per pass, not once per source chunk.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The store.
+    n_samples, n_variants : int
+        ``call_genotype``'s samples and variants.
+    **options
+        ``rows``, ``columns``, ``chunk_snps``, ``n_observed``: see
+        :class:`admixspec.io.streamed.StreamedChunks`.
+
+    Attributes
+    ----------
+    ploidy_counts : numpy.ndarray, int64, shape (3,)
+        Haploid, half and polyploid calls decoded so far (the VCF reader's
+        ``"ploidy"`` log entry counts them over one read).
+    """
+
+    def __init__(self, path, n_samples: int, n_variants: int, **options):
+        super().__init__(path, n_samples, n_variants, **options)
+        self.ploidy_counts = np.zeros(3, dtype=np.int64)
+        self._calls = None  # the store's call_genotype, opened on the first read
+        self._span = (0, 0, None)  # (first, stop, calls) of the store rows last read
+
+    def _store_rows(self, first: int, last: int) -> tuple[int, np.ndarray]:
+        """Store rows ``first..last`` (all samples): ``(offset, calls)`` with them inside."""
+        span_first, span_stop, calls = self._span
+        if not (span_first <= first and last < span_stop):
+            if self._calls is None:
+                self._calls = _open_store(self.path)["call_genotype"]
+            size = int(self._calls.chunks[0])
+            span_first = first - first % size
+            span_stop = min(-(-(last + 1) // size) * size, self.n_variants)
+            calls = np.asarray(self._calls[span_first:span_stop])
+            self._span = (span_first, span_stop, calls)
+        return span_first, calls
+
+    def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
+        """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
+        wanted = self.columns[start:stop]
+        span_first, calls = self._store_rows(int(wanted[0]), int(wanted[-1]))
+        block = calls[wanted - span_first]
+        if self.n_individuals != self.n_samples:
+            block = block[:, self.rows]
+        out[:, offset:offset + len(wanted)] = _decode_calls(block, self.ploidy_counts).T
+
+
+def store_shape(path) -> tuple[int, int]:
+    """Samples and variant records of a VCF Zarr store, from its array shapes."""
+    calls = _open_store(Path(path))["call_genotype"]
+    return int(calls.shape[1]), int(calls.shape[0])
+
+
+def open_streamed_vcz(path, *, memory_bytes: float, samples=None, region=None,
+                      filters: dict) -> StreamedGenotypes:
+    """:func:`admixspec.io.streamed.open_streamed` for a VCF Zarr store."""
+    path = Path(path)
+    store = _open_store(path)
+    file_samples, rows, columns, alleles, chrom, positions, skipped, n_records = \
+        _biallelic_snps(store, samples, region, path)
+    n_variants, n_samples = store["call_genotype"].shape[:2]
+    chunks = VczChunks(path, n_samples, n_variants, rows=rows, columns=columns,
+                       chunk_snps=chunk_snps_for(len(rows), memory_bytes / 8))
+    chunks, log, filtered = filter_streamed(chunks, **filters)
+    # the per-SNP pass decoded every kept sample's calls once, as read_vcz does
+    read_log = read_log_entries(skipped, n_records, filtered.ploidy_counts)
+    return StreamedGenotypes(
+        chunks, file_samples[chunks.rows], _variant_table(store, chunks.columns, alleles,
+                                                          chrom, positions),
+        None, str(path), read_log + log, float(memory_bytes))
+

@@ -1,0 +1,294 @@
+"""Genotypes left on disk and read one chunk of SNPs at a time (``run --memory``).
+
+:class:`StreamedChunks` is the part of a streamed
+:class:`admixspec.ml.chunks.GenotypeChunks` source that does not depend on
+the file format: the kept individuals and SNPs, the chunks, one reused int8
+buffer, the per-individual call counts and the filters. A format supplies
+only the decoding of a range of kept SNPs
+(:class:`admixspec.io.bed_chunks.BedChunks` for PLINK ``.bed``,
+:class:`admixspec.io.vcz.VczChunks` for VCF Zarr). :func:`open_streamed`
+opens either, filtered as :func:`admixspec.read_genotypes` filters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..filters import apply_filters
+from ..genotypes import Genotypes, placeholder_variants, snp_statistics
+from ..ml.chunks import chunk_bounds
+
+__all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "input_shape",
+           "open_streamed"]
+
+
+def chunk_snps_for(n_individuals: int, budget_bytes: float) -> int:
+    """SNPs per chunk whose int8 genotypes take about ``budget_bytes`` (a multiple of 64).
+
+    Examples
+    --------
+    >>> chunk_snps_for(1000, 1e6)
+    960
+    """
+    return max(64, int(budget_bytes // max(n_individuals, 1)) // 64 * 64)
+
+
+class StreamedChunks:
+    """Chosen individuals and SNPs of a genotype file, decoded one chunk of SNPs at a time.
+
+    Subclasses implement :meth:`_decode_into` for their format.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (or store) the genotypes are read from.
+    n_samples, n_variants : int
+        Samples and variants in the file.
+    rows : array_like of int, optional
+        Samples to keep, increasing (default all).
+    columns : array_like of int, optional
+        Variants (SNPs) to keep, increasing (default all).
+    chunk_snps : int
+        Largest chunk, in kept SNPs (rounded down to a multiple of 64).
+    n_observed : numpy.ndarray, optional
+        Non-missing calls per kept individual, if already counted; else one
+        pass of :meth:`statistics` counts them when first asked for.
+
+    Attributes
+    ----------
+    n_individuals, n_snps : int
+    bounds : list of (int, int)
+        Kept-SNP ranges of the chunks.
+    n_observed : numpy.ndarray, float64, shape (n_individuals,)
+    """
+
+    def __init__(self, path, n_samples: int, n_variants: int, *, rows=None,
+                 columns=None, chunk_snps: int = 8192, n_observed=None):
+        self.path = Path(path)
+        self.n_samples, self.n_variants = int(n_samples), int(n_variants)
+        self.rows = np.arange(n_samples, dtype=np.int64) if rows is None else \
+            np.asarray(rows, dtype=np.int64)
+        self.columns = np.arange(n_variants, dtype=np.int64) if columns is None else \
+            np.asarray(columns, dtype=np.int64)
+        self.n_individuals, self.n_snps = len(self.rows), len(self.columns)
+        self.bounds = chunk_bounds(self.n_snps, chunk_snps)
+        self.chunk_snps = max((stop - start for start, stop in self.bounds), default=0)
+        # allocated on the first read: a source opened early (the whole cohort,
+        # while the reference is fitted in memory) holds no buffer until used
+        self._dosage = None
+        # counted on first use: a source that is only read (the reference
+        # sample) or filtered (open_streamed) needs no counting pass
+        self._n_observed = None if n_observed is None else \
+            np.asarray(n_observed, dtype=np.float64)
+
+    @property
+    def n_observed(self) -> np.ndarray:
+        """Non-missing calls per kept individual, float64 (n_individuals,).
+
+        Given to the constructor, or counted by one pass of :meth:`statistics`
+        the first time it is asked for.
+        """
+        if self._n_observed is None:
+            self._n_observed = (self.n_snps - self.statistics()[2]).astype(np.float64)
+        return self._n_observed
+
+    def subset(self, *, rows=None, columns=None, chunk_snps=None, n_observed=None):
+        """The same file with other individuals/SNPs (positions into this source's own).
+
+        ``n_observed`` gives the subset's calls per individual when the caller
+        has counted them; otherwise they are carried over when no SNP is
+        dropped, else counted when first needed.
+        """
+        pick_rows = self.rows if rows is None else self.rows[np.asarray(rows)]
+        pick_columns = self.columns if columns is None else self.columns[np.asarray(columns)]
+        known = self._n_observed
+        if n_observed is None and columns is None and known is not None:
+            n_observed = known if rows is None else known[np.asarray(rows)]
+        return type(self)(self.path, self.n_samples, self.n_variants, rows=pick_rows,
+                          columns=pick_columns,
+                          chunk_snps=chunk_snps or max(self.chunk_snps, 64),
+                          n_observed=n_observed)
+
+    def chunk(self, start: int, stop: int) -> np.ndarray:
+        """int8 dosage of kept SNPs ``start:stop``, shape (n_individuals, stop - start).
+
+        The array is this source's reused buffer: valid until the next call.
+        """
+        width = stop - start
+        if self._dosage is None:
+            self._dosage = np.empty(self.n_individuals * self.chunk_snps, dtype=np.int8)
+        out = self._dosage[: self.n_individuals * width].reshape(self.n_individuals, width)
+        self._decode_into(out, 0, start, stop)
+        return out
+
+    def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
+        """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
+        raise NotImplementedError
+
+    def map(self, function, P, *shared) -> list:
+        """``function(chunk, P[start:stop], *shared)`` for every chunk, in order."""
+        return [function(self.chunk(start, stop), P[start:stop], *shared)
+                for start, stop in self.bounds]
+
+    def statistics(self):
+        """Per-SNP calls and allele sums, per-individual missing calls, in one pass.
+
+        Returns
+        -------
+        called, allele_sum : numpy.ndarray, int64, shape (n_snps,)
+        missing_per_individual : numpy.ndarray, int64, shape (n_individuals,)
+            As :func:`admixspec.genotypes.snp_statistics` of the whole matrix.
+        """
+        called = np.empty(self.n_snps, dtype=np.int64)
+        allele_sum = np.empty(self.n_snps, dtype=np.int64)
+        missing = np.zeros(self.n_individuals, dtype=np.int64)
+        for start, stop in self.bounds:
+            called[start:stop], allele_sum[start:stop], chunk_missing = snp_statistics(
+                self.chunk(start, stop))
+            missing += chunk_missing
+        return called, allele_sum, missing
+
+    def read(self) -> np.ndarray:
+        """All kept genotypes in memory, int8 (n_individuals, n_snps)."""
+        G = np.empty((self.n_individuals, self.n_snps), dtype=np.int8)
+        for start, stop in self.bounds:  # decoded in place: no chunk buffer, no copy
+            self._decode_into(G, start, start, stop)
+        return G
+
+
+@dataclass
+class StreamedGenotypes:
+    """A filtered genotype file whose genotypes stay on disk (see :func:`open_streamed`).
+
+    The annotations of :class:`admixspec.genotypes.Genotypes` without the
+    dosage matrix; :attr:`chunks` reads it.
+
+    Attributes
+    ----------
+    chunks : StreamedChunks
+        The kept individuals and SNPs.
+    samples, variants, families, source, filter_log
+        As in :class:`admixspec.genotypes.Genotypes`.
+    memory_bytes : float
+        The workspace budget the streaming was chosen for.
+    """
+
+    chunks: StreamedChunks
+    samples: np.ndarray
+    variants: pd.DataFrame
+    families: np.ndarray | None
+    source: str
+    filter_log: list = field(default_factory=list)
+    memory_bytes: float = 0.0
+
+    @property
+    def n_individuals(self) -> int:
+        """Number of kept individuals."""
+        return self.chunks.n_individuals
+
+    @property
+    def n_snps(self) -> int:
+        """Number of kept SNPs."""
+        return self.chunks.n_snps
+
+
+def _chunk_filters(chunks: StreamedChunks, options: dict):
+    """Apply the per-SNP filters chunk by chunk (one pass).
+
+    Returns the kept positions (into ``chunks.columns``), the filter log
+    (removals summed over chunks) and the kept calls per individual.
+    """
+    samples = np.array([f"i{i}" for i in range(chunks.n_individuals)])
+    kept, log, observed = [], {}, np.zeros(chunks.n_individuals)
+    for start, stop in chunks.bounds:
+        variants = placeholder_variants(stop - start)
+        variants["pos"] = np.arange(start, stop)
+        part = apply_filters(Genotypes(chunks.chunk(start, stop).copy(), samples, variants),
+                             **options)
+        kept.append(part.variants["pos"].to_numpy(dtype=np.int64))
+        observed += (part.dosage >= 0).sum(axis=1)
+        for entry in part.filter_log:
+            total = log.setdefault(entry["filter"], dict(entry, removed=0))
+            total["removed"] += entry["removed"]
+    return np.concatenate(kept) if kept else np.zeros(0, np.int64), list(log.values()), \
+        observed
+
+
+def filter_streamed(chunks: StreamedChunks, *, maf=0.0, geno=1.0, mind=1.0,
+                    drop_monomorphic=True):
+    """:func:`admixspec.read_genotypes`'s filters on a streamed source, in two passes at most.
+
+    ``mind`` on one pass over all SNPs, then ``geno``, the monomorphic filter
+    and ``maf`` (which look at one SNP at a time) chunk by chunk on a second
+    pass; LD pruning needs SNP windows in memory and is not offered here.
+
+    Returns
+    -------
+    kept : StreamedChunks
+        The kept individuals and SNPs, their calls per individual counted.
+    log : list of dict
+        Filter log entries, as :attr:`admixspec.Genotypes.filter_log`'s.
+    filtered : StreamedChunks
+        The source the per-SNP pass read (a format may count what it saw).
+    """
+    log = []
+    if mind < 1.0 and chunks.n_snps:
+        missing = chunks.statistics()[2]
+        keep = missing / chunks.n_snps <= mind
+        log.append({"filter": "mind", "unit": "individuals",
+                    "removed": int(np.count_nonzero(~keep)),
+                    "reason": f"missing-call fraction > {mind:g}"})
+        chunks = chunks.subset(rows=np.flatnonzero(keep))
+    kept, snp_log, observed = _chunk_filters(
+        chunks, {"maf": maf, "geno": geno, "drop_monomorphic": drop_monomorphic})
+    return chunks.subset(columns=kept, n_observed=observed), log + snp_log, chunks
+
+
+def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0.0,
+                  geno=1.0, mind=1.0, drop_monomorphic=True) -> StreamedGenotypes:
+    """Open and filter a PLINK ``.bed`` or VCF Zarr store for streaming.
+
+    The genotypes are read twice at most (:func:`filter_streamed`); a chunk's
+    int8 genotypes take an eighth of ``memory_bytes``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.bed`` path, PLINK fileset prefix, or ``.vcz`` store.
+    memory_bytes : float
+        Workspace budget.
+    samples : sequence of str, optional
+        IIDs (sample IDs) to keep (``--keep``).
+    region, maf, geno, mind, drop_monomorphic
+        As in :func:`admixspec.read_genotypes`.
+
+    Returns
+    -------
+    StreamedGenotypes
+    """
+    from .bed_chunks import open_streamed_bed
+    from .reader import detect_format
+    from .vcz import open_streamed_vcz
+
+    opener = {"plink": open_streamed_bed, "vcz": open_streamed_vcz}[detect_format(path)]
+    return opener(path, memory_bytes=memory_bytes, samples=samples, region=region,
+                  filters={"maf": maf, "geno": geno, "mind": mind,
+                           "drop_monomorphic": drop_monomorphic})
+
+
+def input_shape(path) -> tuple[int, int] | None:
+    """Samples and variants of a streamable input (``.bed`` or ``.vcz``), else None.
+
+    Read from the ``.fam``/``.bim`` line counts or the store's array shapes,
+    without reading genotypes; it only feeds the decision to stream.
+    """
+    from .bed_chunks import fileset_shape
+    from .reader import detect_format
+    from .vcz import store_shape
+
+    shape = {"plink": fileset_shape, "vcz": store_shape}.get(detect_format(path))
+    return None if shape is None else shape(path)
