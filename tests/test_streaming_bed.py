@@ -1,14 +1,16 @@
 """The .bed chunk source: the reader's dosages bit for bit, one chunk in memory."""
 
+import logging
+
 import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
 from admixspec.genotypes import snp_statistics
-from admixspec.io import read_genotypes, write_plink
+from admixspec.io import read_genotypes, streamed, write_plink
 from admixspec.io.bed_chunks import BedChunks
-from admixspec.io.streamed import chunk_snps_for
 from admixspec.io.plink import read_plink
+from admixspec.io.streamed import chunk_snps_for, open_streamed
 from admixspec.ml.likelihood import Engine, check_params
 from admixspec.ml.newton import BlockNewton
 
@@ -73,7 +75,6 @@ def test_chunk_size_from_a_budget():
 
 
 def test_open_streamed_filters_as_the_reader(fileset):
-    from admixspec.io.streamed import open_streamed
 
     path, sim = fileset
     keep = [str(s) for s in sim.genotypes.samples[5:150]]
@@ -88,3 +89,12 @@ def test_open_streamed_filters_as_the_reader(fileset):
     summary = lambda log: [(e["filter"], e["removed"]) for e in log]
     assert summary(streamed.filter_log) == summary(read.filter_log)
     assert all(removed > 0 for name, removed in summary(read.filter_log)[1:])
+
+
+def test_filter_passes_log_their_progress(fileset, caplog, monkeypatch):
+    monkeypatch.setattr(streamed, "PROGRESS_INTERVAL", 0.0)
+    with caplog.at_level(logging.INFO, logger="admixspec"):
+        open_streamed(fileset[0], memory_bytes=80_000, mind=0.5)  # 64-SNP chunks
+    assert "counted 64 of 700 SNPs (9%)" in caplog.text  # the --mind pass
+    assert "filtered 64 of 700 SNPs (9%)" in caplog.text
+    assert "filtered 700 of 700 SNPs (100%)" in caplog.text

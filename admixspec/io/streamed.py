@@ -12,6 +12,8 @@ opens either, filtered as :func:`admixspec.read_genotypes` filters.
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,11 @@ from ..ml.chunks import chunk_bounds
 
 __all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "input_shape",
            "open_streamed"]
+
+logger = logging.getLogger("admixspec")
+
+#: Seconds between progress lines of a filtering pass.
+PROGRESS_INTERVAL = 10.0
 
 
 def chunk_snps_for(n_individuals: int, budget_bytes: float) -> int:
@@ -134,6 +141,17 @@ class StreamedChunks:
         return [function(self.chunk(start, stop), P[start:stop], *shared)
                 for start, stop in self.bounds]
 
+    def chunks_with_progress(self, what: str):
+        """``(start, stop, chunk)`` for every chunk, logging progress every
+        :data:`PROGRESS_INTERVAL` seconds (``what``: the pass, for the log)."""
+        last = time.monotonic()
+        for start, stop in self.bounds:
+            yield start, stop, self.chunk(start, stop)
+            if time.monotonic() - last >= PROGRESS_INTERVAL:
+                last = time.monotonic()
+                logger.info("%s: %s %d of %d SNPs (%.0f%%)", self.path, what, stop,
+                            self.n_snps, 100.0 * stop / self.n_snps)
+
     def statistics(self):
         """Per-SNP calls and allele sums, per-individual missing calls, in one pass.
 
@@ -146,9 +164,9 @@ class StreamedChunks:
         called = np.empty(self.n_snps, dtype=np.int64)
         allele_sum = np.empty(self.n_snps, dtype=np.int64)
         missing = np.zeros(self.n_individuals, dtype=np.int64)
-        for start, stop in self.bounds:
+        for start, stop, chunk in self.chunks_with_progress("counted"):
             called[start:stop], allele_sum[start:stop], chunk_missing = snp_statistics(
-                self.chunk(start, stop))
+                chunk)
             missing += chunk_missing
         return called, allele_sum, missing
 
@@ -204,11 +222,10 @@ def _chunk_filters(chunks: StreamedChunks, options: dict):
     """
     samples = np.array([f"i{i}" for i in range(chunks.n_individuals)])
     kept, log, observed = [], {}, np.zeros(chunks.n_individuals)
-    for start, stop in chunks.bounds:
+    for start, stop, chunk in chunks.chunks_with_progress("filtered"):
         variants = placeholder_variants(stop - start)
         variants["pos"] = np.arange(start, stop)
-        part = apply_filters(Genotypes(chunks.chunk(start, stop).copy(), samples, variants),
-                             **options)
+        part = apply_filters(Genotypes(chunk.copy(), samples, variants), **options)
         kept.append(part.variants["pos"].to_numpy(dtype=np.int64))
         observed += (part.dosage >= 0).sum(axis=1)
         for entry in part.filter_log:
