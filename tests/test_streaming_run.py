@@ -85,3 +85,16 @@ def test_without_memory_a_bed_beyond_a_quarter_of_the_machine_is_streamed(cohort
     assert "Streamed: 300 individuals x 6000 SNPs" in log
     assert _memory_budget(None) == (2**20, "the default --memory 1 MiB, half of this "
                                            "machine's memory")
+
+
+@pytest.mark.parametrize("flags", [[], ["--memory", "1"]])
+def test_a_missing_bim_is_the_readers_one_line_error(tmp_path, flags, capsys):
+    sim = simulate_balding_nichols(20, 100, 2, seed=1)
+    write_plink(tmp_path / "toy", sim.genotypes)
+    (tmp_path / "toy.bim").unlink()
+    code = main(["run", str(tmp_path / "toy.bed"), "-K", "2", "--out",
+                 str(tmp_path / "x"), *flags])
+    assert code != 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"admixspec: error: {tmp_path / 'toy.bim'}: file not found (the .bim file of "
+        "the PLINK fileset)"]

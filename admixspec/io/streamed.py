@@ -308,4 +308,7 @@ def input_shape(path) -> tuple[int, int] | None:
     from .vcz import store_shape
 
     shape = {"plink": fileset_shape, "vcz": store_shape}.get(detect_format(path))
-    return None if shape is None else shape(path)
+    try:
+        return None if shape is None else shape(path)
+    except OSError:  # a missing .fam/.bim: the reader's own error names it
+        return None
