@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .plink import open_fileset, plink_prefix, variant_table
+from .plink import fileset_file, open_fileset, plink_prefix, variant_table
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 
 __all__ = ["BedChunks", "fileset_shape", "open_streamed_bed"]
@@ -110,9 +110,9 @@ def open_streamed_bed(path, *, memory_bytes: float, samples=None, region=None,
         float(memory_bytes))
 
 
-def _count_lines(path) -> int:
+def _count_lines(path, kind: str) -> int:
     count = 0
-    with open(path, "rb") as handle:
+    with open(fileset_file(path, kind), "rb") as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
             count += block.count(b"\n")
     return count
@@ -121,4 +121,5 @@ def _count_lines(path) -> int:
 def fileset_shape(path) -> tuple[int, int]:
     """Individuals and variants of a PLINK 1 fileset, from its ``.fam``/``.bim`` line counts."""
     prefix = plink_prefix(path)
-    return _count_lines(str(prefix) + ".fam"), _count_lines(str(prefix) + ".bim")
+    return (_count_lines(str(prefix) + ".fam", ".fam"),
+            _count_lines(str(prefix) + ".bim", ".bim"))

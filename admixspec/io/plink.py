@@ -39,9 +39,16 @@ def plink_prefix(path) -> Path:
     return path
 
 
-def _read_table(path: Path, columns: list[str], kind: str) -> pd.DataFrame:
+def fileset_file(path, kind: str) -> Path:
+    """``path`` (the fileset's ``kind`` file, e.g. ``".bim"``), or a one-line error if absent."""
+    path = Path(path)
     if not path.exists():
         raise InputError(f"file not found (the {kind} file of the PLINK fileset)", path=path)
+    return path
+
+
+def _read_table(path: Path, columns: list[str], kind: str) -> pd.DataFrame:
+    fileset_file(path, kind)
     try:
         table = pd.read_csv(
             path, sep=r"\s+", header=None, dtype=str, engine="c", na_filter=False,

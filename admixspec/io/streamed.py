@@ -308,7 +308,4 @@ def input_shape(path) -> tuple[int, int] | None:
     from .vcz import store_shape
 
     shape = {"plink": fileset_shape, "vcz": store_shape}.get(detect_format(path))
-    try:
-        return None if shape is None else shape(path)
-    except OSError:  # a missing .fam/.bim: the reader's own error names it
-        return None
+    return None if shape is None else shape(path)
