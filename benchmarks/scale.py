@@ -127,6 +127,9 @@ def _parse(argv) -> tuple[argparse.Namespace, dict]:
     parser.add_argument("--extra", default="", help="more admixspec run flags, quoted")
     parser.add_argument("--reference-alone", action="store_true",
                         help="also fit the reference alone (--keep PREFIX.K.ref)")
+    parser.add_argument("--reuse-cohort", action="store_true",
+                        help="with --reference-alone: take the cohort fit's files from "
+                        "an earlier run instead of fitting the cohort again")
     args = parser.parse_args(argv)
     config = dict(SETTINGS.get(args.setting, {}))
     for key in ("individuals", "snps", "K", "reference_size"):
@@ -169,13 +172,19 @@ def main(argv=None) -> None:
     truth = np.loadtxt(f"{data}.truth.Q", ndmin=2)
     fit = args.out / f"{data.name}_fit"
     size = config.get("reference_size")
-    record, Q = _fit(data, fit, config, args,
-                     *(["--reference-size", str(size)] if size else []))
     reference_file = Path(f"{fit}.{config['K']}.ref")
+    reuse = args.reuse_cohort and reference_file.exists()
+    if reuse:
+        Q = np.loadtxt(f"{fit}.{config['K']}.Q", ndmin=2)
+    else:
+        record, Q = _fit(data, fit, config, args,
+                         *(["--reference-size", str(size)] if size else []))
     rows = None
     if reference_file.exists():  # sample IDs are ind<row>
         rows = np.array([int(i[3:]) for i in reference_file.read_text().split()])
-    records = [{**record, "fit": "cohort", **q_errors(truth, Q, rows)}]
+    cohort_errors = q_errors(truth, Q, rows)
+    print("cohort:", cohort_errors, flush=True)
+    records = [] if reuse else [{**record, "fit": "cohort", **cohort_errors}]
     if args.reference_alone and rows is not None:
         record, Q_alone = _fit(data, args.out / f"{data.name}_reference_alone", config,
                                args, "--keep", str(reference_file),
