@@ -79,15 +79,21 @@ def reference_individuals(n_individuals: int, size: int, *, seed=None) -> np.nda
     return np.sort(rows).astype(np.int64)
 
 
-def _project_chunks(G, rows, P, *, chunk_size, tol, max_iter, threads):
-    """Project ``G[rows]`` onto P, ``chunk_size`` individuals at a time."""
+def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads):
+    """Project individuals ``rows`` onto P, ``chunk_size`` at a time.
+
+    ``read(chunk)`` gives the int8 genotypes of the individuals ``chunk``
+    (rows of the in-memory matrix, or read from disk for a streamed input):
+    only one chunk of individuals is in memory at a time, and each converges
+    by itself, as ADMIXTURE's projection of a file of that many people would.
+    """
     Q = np.empty((len(rows), P.shape[1]))
     iterations = []
     for start in range(0, len(rows), chunk_size):
         chunk = rows[start : start + chunk_size]
         counter = []
         Q[start : start + len(chunk)] = project(
-            G[chunk], P, tol=tol, max_iter=max_iter, threads=threads,
+            read(chunk), P, tol=tol, max_iter=max_iter, threads=threads,
             callback=counter.append,
         )
         iterations.append(len(counter))
@@ -164,7 +170,8 @@ def fit_with_reference(
         raise UsageError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     if hasattr(genotypes, "chunks"):  # StreamedGenotypes: left on disk
         return fit_streamed(genotypes, K, reference_size=reference_size, seed=seed,
-                            tol=tol, max_iter=max_iter, threads=threads, **fit_options)
+                            chunk_size=chunk_size, tol=tol, max_iter=max_iter,
+                            threads=threads, **fit_options)
     G = check_dosage(genotypes)
     m = G.shape[0]
     rows = reference_individuals(m, reference_size, seed=seed)
@@ -181,8 +188,8 @@ def fit_with_reference(
     Q = np.empty((m, fit.Q.shape[1]))
     Q[rows] = fit.Q
     Q[others], iterations = _project_chunks(
-        G, others, fit.P, chunk_size=int(chunk_size), tol=tol, max_iter=max_iter,
-        threads=threads,
+        G.__getitem__, others, fit.P, chunk_size=int(chunk_size), tol=tol,
+        max_iter=max_iter, threads=threads,
     )
     loglik = loglikelihood(G, Q, fit.P, threads=threads)
     diagnostics = dict(fit.diagnostics)
@@ -244,18 +251,19 @@ def reference_sample(genotypes, reference_size: int, *, seed=None):
     return rows, snps, source.subset(rows=rows, columns=snps).read()
 
 
-def _streamed_ml(source, Q, P, *, update_p, tol, max_iter, seed, callback=None):
+def _streamed_ml(source, Q, P, *, tol, max_iter, seed, callback=None):
     """Accelerated block relaxation over a streamed source: (Q, P, loglik, n_iter, converged)."""
     engine = Engine(source, Q.shape[1])
     Q, P, loglik, n_iter, converged, _ = accelerated_em(
-        engine, Q, P, tol=tol, max_iter=max_iter, update_p=update_p,
+        engine, Q, P, tol=tol, max_iter=max_iter,
         rng=np.random.default_rng(seed), callback=callback)
     return Q, P, loglik, n_iter, converged
 
 
 def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_SIZE,
-                 seed=None, tol: float = 1e-4, max_iter: int = 1000,
-                 threads: int | None = None, **fit_options) -> AdmixtureResult:
+                 seed=None, chunk_size: int = DEFAULT_CHUNK_SIZE, tol: float = 1e-4,
+                 max_iter: int = 1000, threads: int | None = None,
+                 **fit_options) -> AdmixtureResult:
     """:func:`fit_with_reference` for genotypes left on disk (streamed chunk by chunk).
 
     1. The reference's genotypes on the SNPs that fit half the budget
@@ -266,14 +274,16 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
        reference's Q by streamed EM passes, and, when step 1 refined by
        maximum likelihood, the reference's (Q, P) are refined on every SNP by
        streamed block relaxation.
-    3. Everyone else's Q is projected onto P (P fixed), streamed: individuals
-       are independent given P, so all of them are one projection whose
-       passes read the file once each.
+    3. Everyone else's Q is projected onto P (P fixed) in chunks of
+       individuals, as :func:`fit_with_reference` projects them: each chunk
+       (at most ``chunk_size`` individuals, fewer if their genotypes would
+       take more than half the budget) is read from disk once and projected
+       in memory, so the projected Q equals the in-memory path's.
 
     Parameters
     ----------
     genotypes : admixspec.io.streamed.StreamedGenotypes
-    K, reference_size, seed, tol, max_iter, threads
+    K, reference_size, seed, chunk_size, tol, max_iter, threads
         As in :func:`fit_with_reference`.
     **fit_options
         For the reference fit (``refine``, ``init``, ``windows``, ...);
@@ -309,23 +319,28 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
             if "ml" in fit.path:
                 logger.info("reference: maximum likelihood on all %d SNPs, streamed", n)
                 Q_ref, P, _, n_iter, converged = _streamed_ml(
-                    reference, Q_ref, P, update_p=True, tol=tol, max_iter=max_iter,
-                    seed=seed, callback=history.append)
+                    reference, Q_ref, P, tol=tol, max_iter=max_iter, seed=seed,
+                    callback=history.append)
         others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
         Q = np.empty((m, K))
         Q[rows] = Q_ref
+        fitting = max(1, int(genotypes.memory_bytes / 2 // max(n, 1)))
+        chunk_size = min(int(chunk_size), fitting)
+        iterations = []
         if len(others):
-            logger.info("projecting %d individuals onto P, streamed", len(others))
-            Q[others] = _streamed_ml(source.subset(rows=others), np.full((len(others), K),
-                                     1.0 / K), P, update_p=False, tol=tol,
-                                     max_iter=max_iter, seed=seed)[0]
+            logger.info("projecting %d individuals onto P, %d at a time read from disk",
+                        len(others), chunk_size)
+            Q[others], iterations = _project_chunks(
+                lambda chunk: source.subset(rows=chunk).read(), others, P,
+                chunk_size=chunk_size, tol=tol, max_iter=max_iter, threads=threads)
         loglik = Engine(source, K).loglik(Q, P)
+    projection = {"projection_chunk_size": chunk_size, "projection_iterations": iterations}
     return _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,
-                            history, time.perf_counter() - start)
+                            history, projection, time.perf_counter() - start)
 
 
 def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, history,
-                     seconds):
+                     projection, seconds):
     """The fit's result with everyone's Q, the streamed P, and what was streamed."""
     m, n = source.n_individuals, source.n_snps
     path = fit.path + ("" if len(snps) == n else "+streamed") + \
@@ -334,7 +349,7 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, h
     diagnostics["streamed"] = {
         "chunks": len(source.bounds), "chunk_snps": int(source.chunk_snps),
         "reference_size": len(rows), "reference_snps": len(snps),
-        "reference_loglik_subset": float(fit.loglik),
+        "reference_loglik_subset": float(fit.loglik), **projection,
     }
     lines = _reference_log(fit)
     if history:

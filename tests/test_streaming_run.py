@@ -53,7 +53,11 @@ def test_streamed_projection_equals_the_in_memory_one(cohort):
     assert streamed["path"] == mem["path"]
     P_mem = np.loadtxt(folder / "mem_ref.3.P")
     np.testing.assert_array_equal(np.loadtxt(folder / "str_ref.3.P"), P_mem)
-    assert np.abs(Q_str - Q_mem).max() < 2e-3
+    # projected in chunks of individuals, read from disk, as in memory
+    assert np.abs(Q_str - Q_mem).max() <= 2e-6
+    info = streamed["diagnostics"]["streamed"]
+    assert info["projection_chunk_size"] == 2**20 // 6000  # half the budget's worth
+    assert len(info["projection_iterations"]) == 2  # 200 others in two chunks
     assert streamed["loglik"] == pytest.approx(mem["loglik"], rel=1e-7)
 
 
