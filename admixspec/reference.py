@@ -188,7 +188,7 @@ def fit_with_reference(
     Q = np.empty((m, fit.Q.shape[1]))
     Q[rows] = fit.Q
     Q[others], iterations = _project_chunks(
-        G.__getitem__, others, fit.P, chunk_size=int(chunk_size), tol=tol,
+        lambda chunk: G[chunk], others, fit.P, chunk_size=int(chunk_size), tol=tol,
         max_iter=max_iter, threads=threads,
     )
     loglik = loglikelihood(G, Q, fit.P, threads=threads)
