@@ -25,8 +25,11 @@ Usage::
     # streamed from disk: the int8 matrix exceeds half of --memory (MiB)
     python benchmarks/scale.py --setting custom --individuals 2000 --snps 500000 \
         -K 4 --out /tmp/scale --extra="--memory 256 --no-refine --threads 1"
-    python benchmarks/scale.py --setting a --out /tmp/scale --extra="--memory 3000"
-    python benchmarks/scale.py --setting b --out /tmp/scale  # a 2.5 GB .bed, 10 GB int8
+    # the issue's settings, each a 2.5 GB .bed (10^10 genotypes), simulated first
+    NUMBA_NUM_THREADS=2 python benchmarks/scale.py --setting b --out /tmp/scale \
+        --extra="--memory 2000 --threads 2"
+    NUMBA_NUM_THREADS=2 python benchmarks/scale.py --setting a --out /tmp/scale \
+        --extra="--memory 2000 --threads 2"
 """
 
 from __future__ import annotations
