@@ -660,7 +660,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
             lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
         if result.cv is not None:
             cv_errors[K] = result.cv.error
-        if "reference" in result.diagnostics:  # its IDs, usable as a --keep file
+        if len(reference) < genotypes.n_individuals:  # its IDs, usable as --keep
             files[output_path(prefix, K, "ref")] = "".join(
                 f"{sample}\n" for sample in genotypes.samples[reference])
             lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
