@@ -142,8 +142,11 @@ class StreamedChunks:
                 for start, stop in self.bounds]
 
     def chunks_with_progress(self, what: str):
-        """``(start, stop, chunk)`` for every chunk, logging progress every
-        :data:`PROGRESS_INTERVAL` seconds (``what``: the pass, for the log)."""
+        """Every chunk as ``(start, stop, chunk)``, with progress in the log.
+
+        A line every :data:`PROGRESS_INTERVAL` seconds names ``what`` the pass
+        does (``"filtered"``, ``"counted"``) and how far it got.
+        """
         last = time.monotonic()
         for start, stop in self.bounds:
             yield start, stop, self.chunk(start, stop)
