@@ -71,6 +71,16 @@ def _read_bed_chunk(bed_path, n_samples, n_variants, rows, columns):
     return _read_bed(bed_path, n_samples, n_variants, rows, columns, 1)
 
 
+def _workers_now(client) -> dict:
+    """The cluster's workers, ``{address: info}``, fetched from the scheduler now.
+
+    Not ``client.scheduler_info()["workers"]``: the client's background
+    refresh replaces that cached record with one that lists no workers, and
+    under load it can land between the fetch and the read.
+    """
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def _worker_slots(client, wait: float = 0.0) -> list:
     """Worker addresses, each repeated once per thread, interleaved across workers.
 
@@ -78,10 +88,10 @@ def _worker_slots(client, wait: float = 0.0) -> list:
     one may have died, and a nanny may be starting it again).
     """
     deadline = time.monotonic() + wait
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = _workers_now(client)
     while not workers and time.monotonic() < deadline:
         time.sleep(0.25)
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = _workers_now(client)
     if not workers:
         raise DistributedError("the Dask cluster has no workers"
                                + (f" (waited {wait:g} s)" if wait else ""))
@@ -428,7 +438,7 @@ class DaskChunks:
         """One task per chunk: ``function(G_chunk, P_rows, *shared)`` (futures)."""
         client = self.client
         if self._holders is None:  # after placing, and again after a worker was lost
-            self._live = set(client.scheduler_info(n_workers=-1)["workers"])
+            self._live = set(_workers_now(client))
             self._holders = client.who_has(self._futures)
         live = self._live
         sent_shared = []

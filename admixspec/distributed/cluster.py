@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import UsageError
-from .chunks import DaskChunks, DistributedError, Traffic, _distributed
+from .chunks import DaskChunks, DistributedError, Traffic, _distributed, _workers_now
 
 __all__ = ["connect", "device_with_scheduler", "parse_scheduler", "scheduler", "use_client"]
 
@@ -193,7 +193,7 @@ def connect(spec: str, *, threads: int | None = None):
         else:
             client = stack.enter_context(_client(distributed, kind, value))
         logger.info("Dask: likelihood passes on %s (%d workers)", spec,
-                    len(client.scheduler_info(n_workers=-1)["workers"]))
+                    len(_workers_now(client)))
         yield client
 
 
