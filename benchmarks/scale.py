@@ -29,7 +29,7 @@ Usage::
     NUMBA_NUM_THREADS=2 python benchmarks/scale.py --setting b --out /tmp/scale \
         --extra="--memory 2000 --threads 2"
     NUMBA_NUM_THREADS=2 python benchmarks/scale.py --setting a --out /tmp/scale \
-        --extra="--memory 2000 --threads 2"
+        --extra="--memory 2000 --threads 2 --no-refine"
 """
 
 from __future__ import annotations
