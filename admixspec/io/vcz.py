@@ -271,7 +271,8 @@ class VczChunks(StreamedChunks):
     (all samples; Zarr decompresses whole variant chunks) and decodes them
     by :func:`read_vcz`'s rules (REF counted, -1 missing). The last span of
     store rows read is kept, so that a store chunk longer than this source's
-    chunk is decompressed once per pass, not once per source chunk.
+    chunk is decompressed once or twice per pass (twice when a source chunk
+    straddles its end), not once per source chunk it holds.
 
     Parameters
     ----------
