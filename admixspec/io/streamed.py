@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,10 +45,10 @@ def chunk_snps_for(n_individuals: int, budget_bytes: float) -> int:
     return max(64, int(budget_bytes // max(n_individuals, 1)) // 64 * 64)
 
 
-class StreamedChunks:
+class StreamedChunks(ABC):
     """Chosen individuals and SNPs of a genotype file, decoded one chunk of SNPs at a time.
 
-    Subclasses implement :meth:`_decode_into` for their format.
+    An abstract base: subclasses implement :meth:`_decode_into` for their format.
 
     Parameters
     ----------
@@ -132,9 +133,9 @@ class StreamedChunks:
         self._decode_into(out, 0, start, stop)
         return out
 
+    @abstractmethod
     def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
         """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
-        raise NotImplementedError
 
     def map(self, function, P, *shared) -> list:
         """``function(chunk, P[start:stop], *shared)`` for every chunk, in order."""
