@@ -4,12 +4,12 @@ Layout (msprime/tskit style): :func:`get_parser` builds one subparser per
 subcommand, each registered by an ``_add_<name>_parser(subparsers)`` function
 and dispatching through ``set_defaults(runner=run_<name>)``; a runner turns
 the parsed arguments into library calls and writes the results. Only
-:func:`main` catches errors: :class:`~admixspec.exceptions.InputError` and
+:func:`main` catches errors: :class:`~admixspec.core.exceptions.InputError` and
 ``OSError`` become one line ``admixspec: error: <file>: <problem>`` on stderr
 and exit code 1; usage errors (bad flags, or a
-:class:`~admixspec.exceptions.UsageError` from the library) exit with code 2.
+:class:`~admixspec.core.exceptions.UsageError` from the library) exit with code 2.
 ``--debug`` shows the traceback instead. Python warnings (e.g.
-:class:`~admixspec.exceptions.ConvergenceWarning`) print as one line
+:class:`~admixspec.core.exceptions.ConvergenceWarning`) print as one line
 ``admixspec: <Category>: <message>`` through logging. Each K's output files
 are written whole or not at all.
 
@@ -18,7 +18,7 @@ Helpers for subcommands that read genotypes:
 * :func:`add_genotype_arguments` adds ``INPUT`` and ``--keep``, ``--region``,
   ``--maf``, ``--geno``, ``--mind``;
 * :func:`read_genotypes_from_args` reads and filters them into a
-  :class:`~admixspec.genotypes.Genotypes` (logging what each filter removed).
+  :class:`~admixspec.core.genotypes.Genotypes` (logging what each filter removed).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import time
 import warnings
 from pathlib import Path
 
-from . import __version__
-from .exceptions import AdmixspecError, InputError, UsageError
+from ._version import __version__
+from .core.exceptions import AdmixspecError, InputError, UsageError
 
 __all__ = [
     "add_genotype_arguments",
@@ -179,7 +179,7 @@ def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True):
     -------
     Genotypes
     """
-    from .genotypes import filter_lines
+    from .core.genotypes import filter_lines
     from .io import read_genotypes
 
     start = time.perf_counter()
@@ -360,7 +360,7 @@ def _add_info_parser(subparsers) -> None:
 
 def run_info(args: argparse.Namespace) -> int:
     """Print the summary of one input: :func:`admixspec.genotype_summary`."""
-    from .genotypes import genotype_summary, summary_lines
+    from .fit.summary import genotype_summary, summary_lines
 
     summary = genotype_summary(read_genotypes_from_args(args), with_k_hint=True, seed=0)
     print(json.dumps(summary, indent=2) if args.json
@@ -495,7 +495,7 @@ def _supervised_labels(args, genotypes):
 
 def _reference_size(args: argparse.Namespace, n_individuals: int) -> int:
     """``--reference-size``, or its default; everyone for --project/--supervised."""
-    from .reference import DEFAULT_REFERENCE_SIZE
+    from .fit.reference import DEFAULT_REFERENCE_SIZE
 
     fixed_mode = args.project is not None or args.supervised is not None
     if args.reference_size is not None and fixed_mode:
@@ -509,10 +509,10 @@ def _reference_size(args: argparse.Namespace, n_individuals: int) -> int:
 def run_run(args: argparse.Namespace) -> int:
     """Per K, one :func:`admixspec.fit_admixture` call, then its files.
 
-    With ``--scheduler``, on that Dask cluster (:func:`admixspec.distributed.scheduler`).
+    With ``--scheduler``, on that Dask cluster (:func:`admixspec.backends.distributed.scheduler`).
     """
-    from .distributed import scheduler
-    from .distributed.cluster import device_with_scheduler
+    from .backends.distributed import scheduler
+    from .backends.distributed.cluster import device_with_scheduler
 
     args.device = device_with_scheduler(args.scheduler, args.device)
     with scheduler(args.scheduler, threads=args.threads):
@@ -539,10 +539,9 @@ def _add_memory_argument(group) -> None:
 
 def _read_for_run(args: argparse.Namespace):
     """``run``'s genotypes: in memory, or left on disk when ``--memory`` says they do not fit."""
-    from .filters import check_usable
-    from .genotypes import filter_lines
-    from .io.reader import read_keep
-    from .io.streamed import input_shape, open_streamed
+    from .core.filters import check_usable
+    from .core.genotypes import filter_lines
+    from .io.reader import input_shape, open_streamed, read_keep
 
     shape = input_shape(args.input)
     if shape is None:
@@ -598,7 +597,7 @@ def _physical_memory() -> int:
 def _reference_dosage(genotypes, reference, reference_size, seed):
     """The reference's int8 genotypes (in memory; for streamed input, its SNP sample)."""
     if hasattr(genotypes, "chunks"):
-        from .reference import reference_sample
+        from .fit.reference import reference_sample
 
         return reference_sample(genotypes, reference_size, seed=seed)[2]
     if len(reference) == genotypes.n_individuals:
@@ -608,12 +607,13 @@ def _reference_dosage(genotypes, reference, reference_size, seed):
 
 def _fit_and_write(args: argparse.Namespace) -> int:
     """The fits of ``run`` and their output files."""
-    from .filters import check_K
+    from .backends import default_device
+    from .core.filters import check_K
+    from .fit.reference import fit_with_reference, reference_individuals
     from .io import output_path
-    from .io.admixture import format_json, format_matrix, write_all_or_none
-    from .provenance import run_header, run_record
-    from .gpu import default_device
-    from .reference import fit_with_reference, reference_individuals
+    from .io.admixture import format_matrix
+    from .io.common import format_json, write_all_or_none
+    from .io.provenance import run_header, run_record
     from .spectral.estimate import k_hint
 
     Ks = sorted(set(_flat(args.K)))
@@ -817,7 +817,7 @@ def run_summary(args: argparse.Namespace) -> int:
 
     table = summarize_runs(args.prefix, Ks=_flat(args.K))
     if args.out:
-        from .io.admixture import write_text
+        from .io.common import write_text
 
         write_text(args.out, table.to_csv(sep="\t", index=False, float_format="%.10g"))
     else:

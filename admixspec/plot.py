@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .exceptions import InputError, UsageError
-from .metrics import assign_components
+from .core.exceptions import InputError, UsageError
+from .core.metrics import assign_components
 
 __all__ = ["align_components", "ancestry_palette", "plot_ancestry", "plot_cv"]
 

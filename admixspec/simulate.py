@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .exceptions import UsageError, import_optional
-from .genotypes import MISSING, Genotypes
+from .core.exceptions import UsageError, import_optional
+from .core.genotypes import MISSING, Genotypes
 
 __all__ = ["SimulatedData", "simulate_admixture", "simulate_balding_nichols"]
 

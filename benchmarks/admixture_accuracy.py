@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from admixspec import simulate_balding_nichols
-from admixspec.metrics import q_error
-from admixspec.model import fit_admixture
+from admixspec.core.metrics import q_error
+from admixspec.fit.admixture import fit_admixture
 from admixspec.ml.refine import fit_ml
 from admixspec.spectral.estimate import snp_sample, spectral_scan
 

@@ -6,13 +6,13 @@ genotypes, F_ST 0.1, Dirichlet(0.5) proportions) runs
 * in memory, with ``--threads`` numba threads;
 * on a LocalCluster of N worker processes for each N of ``--workers`` (one
   thread each, the kernels of each task on one thread), through
-  :func:`admixspec.distributed.scheduler` -- the code path of
+  :func:`admixspec.backends.distributed.scheduler` -- the code path of
   ``admixspec run --scheduler local:N``.
 
 For each it reports the wall time of the fit (the cluster's start-up, and
 the first pass's import of admixspec on the workers, are reported apart),
 the iterations and likelihood passes, the bytes sent to and gathered from
-the workers per pass (:class:`admixspec.distributed.Traffic`), and the
+the workers per pass (:class:`admixspec.backends.distributed.Traffic`), and the
 log-likelihood's relative difference from the in-memory fit. Rows are
 appended to ``OUT/distributed_scale.csv`` and printed as a Markdown table.
 
@@ -31,8 +31,8 @@ import warnings
 from pathlib import Path
 
 from admixspec import fit_admixture, simulate_balding_nichols
-from admixspec.distributed import scheduler
-from admixspec.exceptions import ConvergenceWarning
+from admixspec.backends.distributed import scheduler
+from admixspec.core.exceptions import ConvergenceWarning
 
 FIELDS = ["individuals", "snps", "K", "where", "start_s", "fit_s", "iterations",
           "passes", "mb_sent_per_pass", "mb_gathered_per_pass", "loglik",

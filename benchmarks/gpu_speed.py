@@ -66,7 +66,8 @@ from pathlib import Path
 import numpy as np
 
 import admixspec
-from admixspec.filters import filter_monomorphic
+from admixspec.core.filters import filter_monomorphic
+from admixspec.core.parameters import P_MAX, P_MIN
 from admixspec.io import write_plink
 
 SIZES = {
@@ -90,7 +91,8 @@ def warm_up(K, device):
     sim = admixspec.simulate_balding_nichols(60, 600, K, seed=SEED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", admixspec.ConvergenceWarning)
-        admixspec.fit_ml(sim.genotypes.dosage, K, seed=SEED, device=device, max_iter=3)
+        admixspec.fit_admixture(sim.genotypes.dosage, K, method="ml", seed=SEED, device=device,
+                                max_iter=3)
 
 
 def _fit_child(path, K, threads, device, queue):
@@ -99,7 +101,8 @@ def _fit_child(path, K, threads, device, queue):
         G = np.load(path)
         warm_up(K, device)
         t = time.perf_counter()
-        fit = admixspec.fit_ml(G, K, seed=SEED, threads=threads, device=device)
+        fit = admixspec.fit_admixture(G, K, method="ml", seed=SEED, threads=threads,
+                                      device=device)
         queue.put((fit.Q, fit.P, time.perf_counter() - t, f"{fit.n_iter} iterations"))
     except Exception as error:  # noqa: BLE001 - reported as the row's note
         queue.put(f"failed: {error}")
@@ -129,14 +132,15 @@ def admixspec_cpu(G, K, threads, timeout, workdir):
 
 def admixspec_gpu(G, K, threads, timeout, workdir):
     """admixspec's CUDA engine in this process (``timeout`` is not enforced here)."""
-    from admixspec.gpu import cuda_status
+    from admixspec.backends.gpu import cuda_status
 
     kind, description = cuda_status()
     if kind != "gpu":
         return f"no GPU: {description}"
     warm_up(K, "cuda")
     t = time.perf_counter()
-    fit = admixspec.fit_ml(G, K, seed=SEED, threads=threads, device="cuda")
+    fit = admixspec.fit_admixture(G, K, method="ml", seed=SEED, threads=threads,
+                                  device="cuda")
     dt = time.perf_counter() - t
     return fit.Q, fit.P, dt, f"{fit.n_iter} iterations, {description}"
 
@@ -185,7 +189,7 @@ def neural_admixture(G, K, threads, timeout, workdir):
     dt = time.perf_counter() - t
     Q = np.loadtxt(Path(workdir) / f"na.{K}.Q")
     P = np.loadtxt(Path(workdir) / f"na.{K}.P")
-    P = np.clip(P, admixspec.ml.likelihood.P_MIN, admixspec.ml.likelihood.P_MAX)
+    P = np.clip(P, P_MIN, P_MAX)
     lls = [admixspec.loglikelihood(G, Q, p, threads=threads) for p in (P, 1.0 - P)]
     best = (P, 1.0 - P)[int(np.argmax(lls))]
     return Q, best, dt, "P orientation: the better of P, 1-P"

@@ -7,11 +7,11 @@ fileset that plink1.9 reads), then the script reports
 * the SNPs kept by each, by both, and their Jaccard index;
 * each tool's pruning time, the best of ``--repeats`` runs (plink1.9
   single-threaded, wall time of the whole command; admixspec the
-  :func:`admixspec.filters.filter_indep_pairwise` call on data already in
+  :func:`admixspec.core.filters.filter_indep_pairwise` call on data already in
   memory);
 * the ancestry proportions fitted by :func:`admixspec.fit_admixture`
   (default pipeline, one seed) on each pruned set, and their mean absolute
-  difference after matching components (:func:`admixspec.metrics.q_error`);
+  difference after matching components (:func:`admixspec.core.metrics.q_error`);
   for scale, each one's difference from the fit on all (unpruned) SNPs, and
   where the data set has a true Q (the simulated example) its error against
   that. Identical SNP sets are fitted once (a difference of 0 by
@@ -47,9 +47,9 @@ from pathlib import Path
 import numpy as np
 
 from admixspec import fit_admixture
-from admixspec.filters import filter_indep_pairwise
+from admixspec.core.filters import filter_indep_pairwise
 from admixspec.io import read_genotypes, read_q, write_plink
-from admixspec.metrics import q_error
+from admixspec.core.metrics import q_error
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 DATASETS = {

@@ -31,8 +31,8 @@ rate, run by msprime directly on the stdpopsim model's ``Demography``.
 
 For each data set the script runs ``fit_admixture`` three ways — ``refine=False``
 (spectral), ``refine=True`` (spectral+ML) and ``refine="auto"`` (the default, whose
-choice is :func:`admixspec.selection.choose_estimator`) — and records Q error against
-the truth (:func:`admixspec.metrics.q_error`), log-likelihood, wall time, the error of
+choice is :func:`admixspec.fit.choice.choose_estimator`) — and records Q error against
+the truth (:func:`admixspec.core.metrics.q_error`), log-likelihood, wall time, the error of
 reporting everyone at the column means of the true Q (the baseline a good estimator
 must beat when individuals carry little information) and the default's evidence.
 
@@ -63,12 +63,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ml_speed import run_fastmixture  # noqa: E402 - the benchmarks' fastmixture runner
 
-from admixspec.exceptions import ConvergenceWarning
-from admixspec.filters import filter_monomorphic
-from admixspec.genotypes import Genotypes
-from admixspec.metrics import q_error
+from admixspec.core.exceptions import ConvergenceWarning
+from admixspec.core.filters import filter_monomorphic
+from admixspec.core.genotypes import Genotypes
+from admixspec.core.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
-from admixspec.model import fit_admixture
+from admixspec.fit.admixture import fit_admixture
 from admixspec.simulate import (
     _mosaic_blocks,
     simulate_admixture,

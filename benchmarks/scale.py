@@ -106,7 +106,7 @@ def timed_run(arguments: list[str]) -> dict:
 
 def q_errors(truth: np.ndarray, Q: np.ndarray, rows: np.ndarray | None) -> dict:
     """Mean absolute Q error, overall and for the reference/projected rows."""
-    from admixspec.metrics import match_components
+    from admixspec.core.metrics import match_components
 
     Q = Q[:, match_components(truth, Q)]
     error = np.abs(Q - truth).mean(axis=1)

@@ -15,7 +15,7 @@ ways:
     the default now).
 ``anchored-min1000``
     ``anchored`` with windows of fewer than 1,000 SNPs skipped (the default skips
-    those under 200: ``admixspec.model._MIN_MOMENT_SNPS``).
+    those under 200: ``admixspec.fit.admixture._MIN_MOMENT_SNPS``).
 ``privacy-gated-x<i>``
     ``anchored``, then ``i`` chained privacy passes
     (:func:`admixspec.spectral.estimate.privacy_pass`: moment SNPs whose counted
@@ -53,9 +53,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realistic_suite import load_setting
 
-from admixspec import model
-from admixspec.genotypes import allele_counts
-from admixspec.metrics import q_error
+from admixspec.fit import admixture as model
+from admixspec.core.genotypes import allele_counts
+from admixspec.core.metrics import q_error
 from admixspec.spectral.estimate import (
     column_space,
     privacy_pass,

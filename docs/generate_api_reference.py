@@ -28,13 +28,18 @@ TARGET = Path(__file__).resolve().parent / "api.md"
 PACKAGES = {
     "admixspec": "the estimator, its results, genotypes, filters, metrics, plots, "
     "simulations",
+    "admixspec.fit": "fit_admixture and the strategies it runs: in memory, reference "
+    "and projection, streamed; the estimator choice; the info summary",
+    "admixspec.core": "the primitives every layer shares: genotypes, the parameter box, "
+    "frequencies, chunks, metrics, exceptions, argument checks",
     "admixspec.io": "readers and writers: VCF/BCF, PLINK, ADMIXTURE files, results",
     "admixspec.spectral": "the spectral tensor-eigenpair estimator, step by step, and "
     "the seed paper's binary latent model",
-    "admixspec.ml": "the maximum-likelihood engine: likelihood kernels, starts, EM, "
-    "cross-validation, bootstrap, projection",
-    "admixspec.gpu": "the likelihood engine on a CUDA GPU, and the choice of device",
-    "admixspec.distributed": "the likelihood passes on a Dask cluster",
+    "admixspec.ml": "the maximum-likelihood engine: likelihood, starts, block "
+    "relaxation, cross-validation, bootstrap, projection",
+    "admixspec.backends": "where the likelihood passes run: the device choice",
+    "admixspec.backends.gpu": "the likelihood engine on a CUDA GPU",
+    "admixspec.backends.distributed": "the likelihood passes on a Dask cluster",
 }
 
 

@@ -17,7 +17,7 @@ from admixspec.spectral.binary_latent import (
     w_error,
     wls_step,
 )
-from admixspec.exceptions import UsageError
+from admixspec.core.exceptions import UsageError
 
 
 def _rigid_data(d=5, m=12, n_random=300, seed=0):

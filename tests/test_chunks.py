@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.ml.chunks import GenotypeChunks, InMemoryChunks, as_chunks, chunk_bounds
-from admixspec.ml.likelihood import Engine, check_params
+from admixspec.core.chunks import GenotypeChunks, InMemoryChunks, as_chunks, chunk_bounds
+from admixspec.core.parameters import check_params
+from admixspec.ml.likelihood import Engine
 from admixspec.ml.newton import BlockNewton
 
 

@@ -164,7 +164,7 @@ class TestUsageErrors:
 
 
 class TestWarnings:
-    @pytest.mark.filterwarnings("always::admixspec.exceptions.ConvergenceWarning")
+    @pytest.mark.filterwarnings("always::admixspec.core.exceptions.ConvergenceWarning")
     def test_run__warning_is_one_admixspec_line(self, plink_fixture, tmp_path, capsys):
         code, _, err = run(
             ["run", plink_fixture, "-K", "2", "--init", "svd", "--max-iter", "2",

@@ -11,11 +11,8 @@ from admixspec.spectral.denoise import (
     whiten_in_subspace,
 )
 from admixspec.spectral.tensor import symmetrize
-from admixspec.spectral.moments import (
-    frequency_blocks,
-    second_moments,
-    whitened_third_moment_terms,
-)
+from admixspec.core.frequencies import frequency_blocks
+from admixspec.spectral.moments import second_moments, whitened_third_moment_terms
 
 from .reference import dense_third_moment, distinct_mask, masked_least_squares_tensor
 

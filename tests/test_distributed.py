@@ -12,15 +12,15 @@ import pytest
 
 from admixspec import fit_admixture, read_q, simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.exceptions import UsageError
+from admixspec.core.exceptions import UsageError
 from admixspec.io import read_plink, write_plink
 from admixspec.ml.likelihood import Engine
 from admixspec.ml.newton import BlockNewton
 
 distributed = pytest.importorskip("distributed")
 
-from admixspec.distributed import DaskChunks, connect, use_client
-from admixspec.distributed.cluster import parse_scheduler
+from admixspec.backends.distributed import DaskChunks, connect, use_client
+from admixspec.backends.distributed.cluster import parse_scheduler
 
 K = 3
 
@@ -169,7 +169,7 @@ def test_parse_scheduler__bad_spec_is_a_usage_error(spec, message):
 
 def test_cli_scheduler__unreachable_address_is_one_line_error(capsys, tmp_path,
                                                               monkeypatch):
-    from admixspec.distributed import cluster
+    from admixspec.backends.distributed import cluster
 
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
     write_plink(tmp_path / "sim", simulate_balding_nichols(10, 100, 2, seed=1).genotypes)

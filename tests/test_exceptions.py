@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from admixspec.exceptions import AdmixspecError, MissingDependencyError, import_optional
+from admixspec.core.exceptions import AdmixspecError, MissingDependencyError, import_optional
 
 
 class TestImportOptional:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from admixspec import Genotypes, InputError, UsageError, simulate_balding_nichols
-from admixspec.exceptions import MissingDependencyError
-from admixspec.filters import (
+from admixspec.core.exceptions import MissingDependencyError
+from admixspec.core.filters import (
     apply_filters,
     check_K,
     check_usable,

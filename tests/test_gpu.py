@@ -20,19 +20,21 @@ import textwrap
 import numpy as np
 import pytest
 
-from admixspec.exceptions import UsageError
-from admixspec.gpu import cuda_status, resolve_device
+from admixspec.core.exceptions import UsageError
+from admixspec.backends.gpu import cuda_status, resolve_device
 
 _SCRIPT = textwrap.dedent(
     """
     import json
     import numpy as np
     from admixspec import simulate_balding_nichols
-    from admixspec.gpu import resolve_device
-    from admixspec.gpu.engine import CudaEngine
-    from admixspec.gpu.kernels import kernels
-    from admixspec.ml.likelihood import Engine, check_params
-    from admixspec.ml.newton import BlockNewton, _em_where_worse
+    from admixspec.backends.gpu import default_device, resolve_device
+    from admixspec.backends.gpu.engine import CudaEngine
+    from admixspec.backends.gpu.kernels import kernels
+    from admixspec.core.parameters import check_params
+    from admixspec.ml._kernels.newton import em_where_worse
+    from admixspec.ml.likelihood import Engine
+    from admixspec.ml.newton import BlockNewton
     from admixspec.ml.refine import fit_ml
 
     def gap(a, b):
@@ -81,15 +83,18 @@ _SCRIPT = textwrap.dedent(
                                   cuda.to_device(A), cuda.to_device(ll_old),
                                   cuda.to_device(ll_new), d_PN, bad)
     want = PN.T.copy()
-    n_want = _em_where_worse(np.ascontiguousarray(P.T), np.ascontiguousarray(gP.T),
+    n_want = em_where_worse(np.ascontiguousarray(P.T), np.ascontiguousarray(gP.T),
                              np.ascontiguousarray(A.T), n, ll_old, ll_new, want)
     out["fallback"] = [gap([d_PN.copy_to_host()], [want.T]),
                        int(bad.copy_to_host()[0]), int(n_want)]
 
     sim = simulate_balding_nichols(16, 90, 2, fst=0.2, seed=3)
     for accel, batches in (("newton", None), ("squarem", 2)):
-        fits = [fit_ml(sim.genotypes.dosage, 2, seed=0, device=device, accel=accel,
-                       batches=batches, max_iter=40) for device in ("cpu", "cuda")]
+        fits = []
+        for device in ("cpu", "cuda"):
+            with default_device(device):
+                fits.append(fit_ml(sim.genotypes.dosage, 2, seed=0, accel=accel,
+                                   batches=batches, max_iter=40))
         out[f"fit_{accel}"] = [rel(fits[0].loglik, fits[1].loglik),
                                gap([fits[0].Q], [fits[1].Q]),
                                fits[0].n_iter, fits[1].n_iter, fits[0].converged]
@@ -125,7 +130,7 @@ def test_simulator__counts_for_cuda_but_not_for_auto(simulated):
 
 @pytest.mark.parametrize("shape", [(13, 70), (4, 8), (1, 1), (7, 3)])
 def test_pack_rows__decodes_to_the_genotypes_both_ways(shape):
-    from admixspec.gpu.kernels import MISSING_CODE, pack_rows
+    from admixspec.backends.gpu.kernels import MISSING_CODE, pack_rows
 
     G = np.random.default_rng(shape[0]).integers(-1, 3, size=shape).astype(np.int8)
     for packed, want in ((pack_rows(G), G), (pack_rows(G, transpose=True), G.T)):
@@ -194,7 +199,7 @@ def test_resolve_device__unknown_name_is_usage_error():
 
 
 def test_default_device__reaches_engines_made_without_a_device():
-    from admixspec.gpu import default_device, make_engine
+    from admixspec.backends.gpu import default_device, make_engine
     from admixspec.ml.likelihood import Engine
 
     G = np.zeros((3, 5), dtype=np.int8)

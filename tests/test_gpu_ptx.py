@@ -33,7 +33,7 @@ _SCRIPT = textwrap.dedent(
         # no GPU: device functions compile for the capability asked of compile_ptx
         dispatcher.get_current_device = lambda: types.SimpleNamespace(
             compute_capability=(9, 0))
-    from admixspec.gpu.kernels import _fill_zero, _sum_chunks_kernel, kernels
+    from admixspec.backends.gpu.kernels import _fill_zero, _sum_chunks_kernel, kernels
 
     u8, f3 = nt.uint8[:, ::1], nt.float64[:, :, ::1]
     f2, f1 = nt.float64[:, ::1], nt.float64[::1]

@@ -34,7 +34,7 @@ from admixspec.io import (
     write_q,
     write_vcf,
 )
-from admixspec.io.admixture import write_all_or_none
+from admixspec.io.common import write_all_or_none
 
 from .conftest import failing_on_call
 

@@ -2,16 +2,11 @@ import numpy as np
 import pytest
 
 from admixspec import Genotypes, simulate_balding_nichols
-from admixspec.exceptions import InputError, UsageError
-from admixspec.ml.likelihood import (
-    P_MAX,
-    P_MIN,
-    check_dosage,
-    em_step,
-    loglikelihood,
-    prediction_deviance,
-    thread_limit,
-)
+from admixspec.core.exceptions import InputError, UsageError
+from admixspec.core.genotypes import check_dosage
+from admixspec.core.parameters import P_MAX, P_MIN
+from admixspec.core.threads import thread_limit
+from admixspec.ml.likelihood import em_step, loglikelihood, prediction_deviance
 
 
 def _naive_loglik(G, Q, P):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from admixspec.metrics import assign_components, match_components, q_error
+from admixspec.core.metrics import assign_components, match_components, q_error
 
 
 class TestMatchComponents:

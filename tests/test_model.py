@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import admixspec.model as model
+import admixspec.fit.admixture as model
 from admixspec import InputError, UsageError, simulate_balding_nichols
-from admixspec.metrics import q_error
+from admixspec.core.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
-from admixspec.model import fit_admixture, rare_allele_share
-from admixspec.selection import EFFECT_THRESHOLD
+from admixspec.fit.admixture import fit_admixture, rare_allele_share
+from admixspec.fit.choice import EFFECT_THRESHOLD
 
 from .reference import simulate_structured
 

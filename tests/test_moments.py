@@ -8,13 +8,10 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.spectral import moments
+from admixspec.core import frequencies
+from admixspec.core.frequencies import block_size_for, frequency_blocks
 from admixspec.spectral.estimate import snp_sample, spectral_scan
-from admixspec.spectral.moments import (
-    block_size_for,
-    frequency_blocks,
-    second_moments,
-)
+from admixspec.spectral.moments import second_moments
 
 
 class TestFrequencyBlocks:
@@ -22,10 +19,10 @@ class TestFrequencyBlocks:
     def test_block_size_for__bounded_entries_and_at_least_64_snps(self, m):
         size = block_size_for(m)
         assert size >= 64
-        assert size == 64 or size * m <= moments.BLOCK_ENTRIES
+        assert size == 64 or size * m <= frequencies.BLOCK_ENTRIES
 
     def test_frequency_blocks__default_blocks_follow_the_individuals(self, monkeypatch):
-        monkeypatch.setattr(moments, "BLOCK_ENTRIES", 50 * 200)
+        monkeypatch.setattr(frequencies, "BLOCK_ENTRIES", 50 * 200)
         dosage = simulate_balding_nichols(50, 1000, 2, missing_rate=0.05,
                                           seed=1).genotypes.dosage
         blocks = list(frequency_blocks(dosage))
@@ -54,6 +51,6 @@ class TestScanMemory:
         # blocks of 218 SNPs; with a block size fixed in SNPs, or one m x m sum
         # per window, the peak grew with the SNPs (measured +46% for 4x SNPs
         # at 1,000 individuals)
-        monkeypatch.setattr(moments, "BLOCK_ENTRIES", 2**16)
+        monkeypatch.setattr(frequencies, "BLOCK_ENTRIES", 2**16)
         small, large = _scan_peak_bytes(3000), _scan_peak_bytes(12000)
         assert large < 1.1 * small

@@ -3,8 +3,10 @@ import pytest
 
 from admixspec import simulate_balding_nichols
 from admixspec.ml.initial import random_init
-from admixspec.ml.likelihood import P_MAX, P_MIN, Q_MIN, Engine, loglikelihood
-from admixspec.ml.newton import BlockNewton, constrained_newton_step
+from admixspec.core.parameters import P_MAX, P_MIN, Q_MIN
+from admixspec.ml._kernels.newton import constrained_newton_step
+from admixspec.ml.likelihood import Engine, loglikelihood
+from admixspec.ml.newton import BlockNewton
 
 
 def _solve(x, g, C, lo, hi, simplex):

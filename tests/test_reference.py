@@ -10,9 +10,9 @@ import pytest
 from admixspec import UsageError, fit_admixture, simulate_balding_nichols
 from admixspec.cli import main
 from admixspec.io import read_q, write_plink
-from admixspec.metrics import match_components
+from admixspec.core.metrics import match_components
 from admixspec.ml.project import project
-from admixspec.reference import fit_with_reference, reference_individuals
+from admixspec.fit.reference import fit_with_reference, reference_individuals
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 
 from admixspec.cli import main
 from admixspec.io import read_q
-from admixspec.metrics import q_error
+from admixspec.core.metrics import q_error
 
 from .conftest import DATA
 

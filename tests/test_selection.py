@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.metrics import q_error
+from admixspec.core.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
-from admixspec.model import _p_given_q, fit_admixture
-from admixspec.selection import (
+from admixspec.fit.admixture import fit_admixture
+from admixspec.ml.project import maximize_p
+from admixspec.fit.choice import (
     EFFECT_THRESHOLD,
     _held_out_folds,
     choose_estimator,
@@ -18,7 +19,7 @@ from .reference import simulate_structured
 
 
 def _spectral_p(G, Q):
-    return _p_given_q(G, Q)[0]
+    return maximize_p(G, Q).P
 
 
 def _both_errors(G, Q_true, K=3):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.exceptions import MissingDependencyError
+from admixspec.core.exceptions import MissingDependencyError
 from admixspec.simulate import simulate_admixture
 
 SMALL = {"n_haplotypes": 10, "sequence_length": 2e6}

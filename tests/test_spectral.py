@@ -6,10 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from admixspec.metrics import q_error
-from admixspec.spectral.search import infeasibility, project_rows_to_simplex, q_from_candidates
+from admixspec.core.metrics import q_error
+from admixspec.core.genotypes import allele_counts
+from admixspec.core.parameters import simplex_projection
+from admixspec.spectral.search import infeasibility, q_from_candidates
 from admixspec.spectral.estimate import (
-    allele_counts,
     k_hint,
     privacy_pass,
     private_allele_snps,
@@ -144,7 +145,7 @@ class TestPrivacyPass:
         rng = np.random.default_rng(0)
         sample, rescore = snp_sample(dosage, 4000, rng), snp_sample(dosage, 12000, rng)
         subspace = np.linalg.qr(Q)[0]
-        rough = project_rows_to_simplex(Q + rng.normal(0, 0.1, Q.shape))
+        rough = simplex_projection(Q + rng.normal(0, 0.1, Q.shape))
         result = privacy_pass(dosage, 3, rough, subspace, sample=sample,
                               rescore_sample=rescore, counts=counts, max_frequency=0.5,
                               seed=0)
@@ -180,7 +181,7 @@ class TestSearchCriteria:
     @settings(max_examples=50, deadline=None)
     @given(arrays(np.float64, (6, 4), elements=st.floats(-5, 5)))
     def test_simplex_projection__rows_on_simplex(self, Y):
-        projected = project_rows_to_simplex(Y)
+        projected = simplex_projection(Y)
         assert np.all(projected >= 0)
         np.testing.assert_allclose(projected.sum(axis=1), 1.0, atol=1e-9)
 
@@ -188,7 +189,7 @@ class TestSearchCriteria:
     @given(arrays(np.float64, (5, 3), elements=st.floats(0.01, 1)))
     def test_simplex_projection__fixes_points_on_simplex(self, Y):
         on_simplex = Y / Y.sum(axis=1, keepdims=True)
-        np.testing.assert_allclose(project_rows_to_simplex(on_simplex), on_simplex, atol=1e-12)
+        np.testing.assert_allclose(simplex_projection(on_simplex), on_simplex, atol=1e-12)
 
 
 class TestKHint:

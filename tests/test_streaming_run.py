@@ -9,7 +9,7 @@ import pytest
 from admixspec import simulate_balding_nichols
 from admixspec.cli import _memory_budget, main
 from admixspec.io import read_q, write_plink
-from admixspec.metrics import q_error
+from admixspec.core.metrics import q_error
 
 
 @pytest.fixture(scope="module")

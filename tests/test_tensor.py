@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from admixspec.exceptions import UsageError
+from admixspec.core.exceptions import UsageError
 from admixspec.spectral.tensor import (
     eigenpairs,
     multilinear,

@@ -6,23 +6,21 @@ from scikit-allel arrays (:func:`from_allel`).
 
 from .admixture import (
     CLAMP,
-    atomic_write,
     output_path,
     read_admixture_log,
     read_p,
     read_pop,
     read_q,
-    write_json,
     write_p,
     write_q,
-    write_text,
 )
 from .allel import from_allel
+from .common import atomic_write, parse_region, write_all_or_none, write_json, write_text
 from .pgen import read_pgen
 from .plink import plink_prefix, read_plink, write_plink
 from .reader import detect_format, read_genotypes, read_keep
 from .simulation import write_labels, write_simulation
-from .vcf import parse_region, read_vcf, write_vcf
+from .vcf import read_vcf, write_vcf
 
 __all__ = [
     "CLAMP",
@@ -41,6 +39,7 @@ __all__ = [
     "read_plink",
     "read_q",
     "read_vcf",
+    "write_all_or_none",
     "write_json",
     "write_labels",
     "write_p",

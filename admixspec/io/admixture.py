@@ -11,215 +11,36 @@
 
 Values written to ``.Q``/``.P`` are clamped to ``[1e-5, 1 - 1e-5]``, the
 bounds ADMIXTURE itself writes. Every writer goes through
-:func:`write_all_or_none` (or, streaming, :func:`atomic_write`): the text is
-written to a temporary file in the target folder and then renamed over the
-target, so a crash never leaves a half-written output; a run's files for one
-K (Q, P, log, JSON) are written as one set, all or none.
+:func:`admixspec.io.common.write_all_or_none` (or, streaming,
+:func:`admixspec.io.common.atomic_write`), so a crash never leaves a
+half-written output; a run's files for one K (Q, P, log, JSON) are written as
+one set, all or none.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
-import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import InputError, UsageError
+from ..core.exceptions import InputError, UsageError
+from .common import write_text
 
 __all__ = [
     "CLAMP",
-    "atomic_write",
-    "format_json",
     "format_matrix",
     "output_path",
     "read_admixture_log",
     "read_p",
     "read_pop",
     "read_q",
-    "write_all_or_none",
-    "write_json",
     "write_p",
     "write_q",
-    "write_text",
 ]
 
 #: ADMIXTURE's bounds for written proportions and frequencies.
 CLAMP = (1e-5, 1 - 1e-5)
-
-
-@contextlib.contextmanager
-def atomic_write(path, mode: str = "w", *, encoding: str | None = "utf-8"):
-    """Open a temporary file that replaces ``path`` only if the block succeeds.
-
-    The temporary file lives in the same folder as ``path`` (so the final
-    :func:`os.replace` is atomic on POSIX); it is removed if the block raises
-    (including ``KeyboardInterrupt``). A process killed outright leaves at
-    most a hidden ``.<name>.*.tmp`` file, never a partial ``path``. An
-    ``OSError`` (a full disk, say) names ``path``.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Final destination.
-    mode : {"w", "wb"}
-        Text or binary.
-    encoding : str, optional
-        Text encoding (ignored for binary mode).
-
-    Yields
-    ------
-    file object
-        Open for writing.
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> folder = tempfile.mkdtemp()
-    >>> with atomic_write(os.path.join(folder, "x.txt")) as handle:
-    ...     _ = handle.write("hello\\n")
-    >>> Path(folder, "x.txt").read_text()
-    'hello\\n'
-    """
-    with _temporary_beside(path, mode, encoding) as (handle, temporary):
-        yield handle
-    _rename(temporary, path)
-
-
-def write_all_or_none(contents: Mapping) -> None:
-    """Write several text files so that all of them appear, or none does.
-
-    Every text is first written to a temporary file in its destination's
-    folder and flushed to disk; only when all are written are they renamed
-    over their destinations. If anything fails part-way (a full disk, an
-    interrupt), every temporary file is removed, and so is every destination
-    this call had already renamed into place.
-
-    Parameters
-    ----------
-    contents : mapping of str or os.PathLike to str
-        Destination path -> its text (written as UTF-8, ``\\n`` line ends).
-
-    Raises
-    ------
-    OSError
-        With ``filename`` set to the destination being written or renamed.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> write_all_or_none({folder / "a.txt": "1\\n", folder / "b.txt": "2\\n"})
-    >>> sorted(p.name for p in folder.iterdir())
-    ['a.txt', 'b.txt']
-    """
-    staged: list[tuple[Path, str]] = []
-    renamed: list[Path] = []
-    try:
-        for path, text in contents.items():
-            with _temporary_beside(path, "w", "utf-8") as (handle, temporary):
-                staged.append((Path(path), temporary))
-                handle.write(text)
-        for path, temporary in staged:
-            _rename(temporary, path)
-            renamed.append(path)
-    except BaseException:
-        for leftover in [temporary for _, temporary in staged] + renamed:
-            _discard(leftover)
-        raise
-
-
-@contextlib.contextmanager
-def _temporary_beside(path, mode: str, encoding: str | None):
-    """Yield ``(handle, temporary path)`` for a hidden file in ``path``'s folder.
-
-    On success the file is flushed, synced to disk and given the umask's
-    permissions, and left for the caller to rename; on failure it is removed.
-    """
-    if mode not in ("w", "wb"):
-        raise UsageError(f"mode must be 'w' or 'wb', got {mode!r}")
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    with _naming(path):
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=".tmp", dir=folder
-        )
-    try:
-        with _naming(path):
-            if mode == "wb":
-                handle = os.fdopen(fd, "wb")
-            else:
-                handle = os.fdopen(fd, "w", encoding=encoding, newline="\n")
-            with handle:
-                yield handle, temporary
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temporary, 0o666 & ~_umask())
-    except BaseException:
-        _discard(temporary)
-        raise
-
-
-def _rename(temporary: str, path) -> None:
-    """Move a finished temporary file over ``path``; remove it if that fails."""
-    try:
-        with _naming(path):
-            os.replace(temporary, path)
-    except BaseException:
-        _discard(temporary)
-        raise
-
-
-def _discard(path) -> None:
-    """Remove ``path`` if it is there, quietly: the error being handled matters."""
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-@contextlib.contextmanager
-def _naming(path):
-    """Re-raise an ``OSError`` with ``filename`` set to ``path`` (not a temporary)."""
-    try:
-        yield
-    except OSError as error:
-        if error.errno is None:
-            raise
-        raise OSError(error.errno, error.strerror, str(path)) from error
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_text(path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (see :func:`write_all_or_none`)."""
-    write_all_or_none({path: text})
-
-
-def format_json(obj) -> str:
-    """``obj`` as indented JSON text; NumPy scalars and arrays become plain values."""
-
-    def default(value):
-        if isinstance(value, np.ndarray):
-            return value.tolist()
-        if isinstance(value, np.generic):
-            return value.item()
-        if isinstance(value, Path):
-            return str(value)
-        raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
-
-    return json.dumps(obj, indent=2, default=default) + "\n"
-
-
-def write_json(path, obj) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically (:func:`format_json`)."""
-    write_text(path, format_json(obj))
 
 
 def output_path(prefix, K: int, kind: str) -> Path:

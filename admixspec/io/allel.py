@@ -7,7 +7,7 @@ for admixspec: it counts ALT, is SNP-major, and fills missing calls with 0
 VCF reader does (:mod:`admixspec.io.vcf`):
 
 * the counted allele is REF (allele 0), so P is the REF frequency;
-* a call with any missing allele is missing (:data:`~admixspec.genotypes.MISSING`);
+* a call with any missing allele is missing (:data:`~admixspec.core.genotypes.MISSING`);
   scikit-allel stores a haploid call in a diploid array as a half call
   (``[0, -1]``), so such calls are missing here, where the VCF reader reads
   them as homozygous; a ploidy-1 array is read as homozygous calls;
@@ -28,14 +28,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InputError
-from ..genotypes import MISSING, Genotypes, placeholder_variants
+from ..core.exceptions import InputError
+from ..core.genotypes import MISSING, Genotypes, placeholder_variants
+from .calls import SNP_BASES
 
 __all__ = ["from_allel"]
 
 #: Variants converted per block (bounds the temporaries for chunked arrays).
 BLOCK_SIZE = 8192
-_SNP_BASES = np.array(list("ACGTNacgtn"))
+_SNP_BASES = np.array(sorted(SNP_BASES))
 
 
 def _block(genotype_array, start: int, stop: int) -> np.ndarray:

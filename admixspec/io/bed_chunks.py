@@ -1,6 +1,6 @@
 """PLINK 1 ``.bed`` genotypes streamed from disk in chunks of SNPs.
 
-:class:`BedChunks` is a :class:`admixspec.ml.chunks.GenotypeChunks` source:
+:class:`BedChunks` is a :class:`admixspec.core.chunks.GenotypeChunks` source:
 every pass of the likelihood engine reads the file again, one chunk of SNPs
 at a time, with plain file reads (not a memory map, whose touched pages
 would count as the process's resident memory) into one reused byte buffer,

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InputError, import_optional
-from ..genotypes import MISSING, Genotypes
-from .plink import _is_snp_allele, _region_mask, _sample_rows
+from ..core.exceptions import InputError, import_optional
+from ..core.genotypes import MISSING, Genotypes
+from .common import is_snp_allele, region_mask, sample_rows
 
 __all__ = ["pgen_prefix", "read_pgen"]
 
@@ -188,16 +188,16 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
         positions = pvar["POS"].astype(np.int64).to_numpy()
     except ValueError:
         raise InputError("non-integer POS", path=str(prefix) + ".pvar") from None
-    rows = _sample_rows(
+    rows = sample_rows(
         psam["IID"].to_numpy(dtype=str), samples, str(prefix) + ".psam", kind=".psam"
     )
-    in_region = _region_mask(pvar["CHROM"].to_numpy(dtype=str), positions, region)
+    in_region = region_mask(pvar["CHROM"].to_numpy(dtype=str), positions, region)
     alt = pvar["ALT"].to_numpy(dtype=str)
     multiallelic = np.char.find(alt, ",") >= 0
     # ALT "." is a monomorphic site; the .bed it came from has "0" there.
     monomorphic = alt == "."
     other = np.where(monomorphic, "0", alt)
-    snp = _is_snp_allele(pvar["REF"]) & (_is_snp_allele(pvar["ALT"]) | monomorphic)
+    snp = is_snp_allele(pvar["REF"]) & (is_snp_allele(pvar["ALT"]) | monomorphic)
     columns = np.flatnonzero(in_region & snp)
     try:
         dosage = _read_hardcalls(

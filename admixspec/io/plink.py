@@ -16,8 +16,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InputError
-from ..genotypes import MISSING, Genotypes
+from ..core.exceptions import InputError
+from ..core.genotypes import MISSING, Genotypes
+from .common import is_snp_allele, region_mask, sample_rows
 
 __all__ = ["plink_prefix", "read_plink", "write_plink"]
 
@@ -113,55 +114,14 @@ def check_bed(path, n_individuals: int, n_snps: int) -> None:
         )
 
 
-def _is_snp_allele(alleles: pd.Series) -> np.ndarray:
-    values = alleles.to_numpy(dtype=str)
-    return (np.char.str_len(values) == 1) & ~np.isin(values, ["*", "-", "."])
-
-
-def _sample_rows(iids: np.ndarray, samples, path, kind: str = ".fam") -> np.ndarray:
-    """Rows of the requested IIDs (all of which must exist), in file order.
-
-    Shared with the ``.psam`` reader (``kind`` names the file in the error).
-    """
-    if samples is None:
-        return np.arange(len(iids))
-    unknown = [s for s in samples if s not in set(iids)]
-    if unknown:
-        raise InputError(
-            f"{len(unknown)} requested sample(s) not in the {kind} file "
-            f"(first: {unknown[0]!r})",
-            path=path,
-        )
-    return np.flatnonzero(np.isin(iids, list(samples)))
-
-
-def _region_mask(chrom: np.ndarray, positions: np.ndarray, region) -> np.ndarray:
-    """Which variants lie in ``region`` (``chrom:start-end``; all when ``None``).
-
-    Shared with the ``.pvar`` reader.
-    """
-    mask = np.ones(len(positions), dtype=bool)
-    if region is None:
-        return mask
-    from .vcf import parse_region
-
-    name, start, end = parse_region(region)
-    mask &= chrom == name
-    if start is not None:
-        mask &= positions >= start
-    if end is not None:
-        mask &= positions <= end
-    return mask
-
-
 def _snp_columns(bim, positions, region):
     """``.bim`` rows in the region with single-character alleles.
 
     Returns (columns, variants in the region, of which not SNPs).
     """
-    columns_mask = _region_mask(bim["chrom"].to_numpy(), positions, region)
+    columns_mask = region_mask(bim["chrom"].to_numpy(), positions, region)
     in_region = int(columns_mask.sum())
-    snp = _is_snp_allele(bim["a1"]) & _is_snp_allele(bim["a2"])
+    snp = is_snp_allele(bim["a1"]) & is_snp_allele(bim["a2"])
     not_snp = int(np.count_nonzero(columns_mask & ~snp))
     return np.flatnonzero(columns_mask & snp), in_region, not_snp
 
@@ -170,7 +130,8 @@ def _snp_columns(bim, positions, region):
 _MISSING_BLOCK = 8192
 
 
-def _read_bed(bed_path, n_samples, n_variants, rows, columns, num_threads) -> np.ndarray:
+def read_bed_columns(bed_path, n_samples, n_variants, rows, columns,
+                     num_threads) -> np.ndarray:
     """Copies of the A2 allele, int8 (rows, columns), -1 missing (bed-reader)."""
     from bed_reader import open_bed
 
@@ -221,7 +182,7 @@ def open_fileset(path, samples=None, region: str | None = None) -> Fileset:
         positions = bim["pos"].astype(np.int64).to_numpy()
     except ValueError:
         raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
-    rows = _sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
+    rows = sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
     columns, in_region, not_snp = _snp_columns(bim, positions, region)
     return Fileset(bed_path, fam, bim, positions, rows, columns, in_region, not_snp)
 
@@ -271,7 +232,7 @@ def read_plink(
     fileset = open_fileset(path, samples, region)
     bed_path, fam, rows = fileset.bed_path, fileset.fam, fileset.rows
     not_snp, in_region = fileset.not_snp, fileset.in_region
-    dosage = _read_bed(bed_path, len(fam), len(fileset.bim), rows, fileset.columns,
+    dosage = read_bed_columns(bed_path, len(fam), len(fileset.bim), rows, fileset.columns,
                        num_threads)
     variants = variant_table(fileset, fileset.columns)
     genotypes = Genotypes(

@@ -1,19 +1,27 @@
-"""``read_genotypes``: one entry point for VCF/VCF.gz/BCF and PLINK input."""
+"""The one dispatcher of genotype input: which format a path is, and its reader.
+
+:func:`read_genotypes` reads VCF/VCF.gz/BCF, PLINK 1, PLINK 2 and VCF Zarr
+into memory; :func:`open_streamed` opens a PLINK ``.bed`` or VCF Zarr store
+to be read chunk by chunk from disk; :func:`input_shape` tells their sizes
+without reading genotypes.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from ..exceptions import InputError
-from ..filters import apply_filters, check_usable, parse_indep_pairwise
-from ..genotypes import Genotypes
+from ..core.exceptions import InputError
+from ..core.filters import apply_filters, check_usable, parse_indep_pairwise
+from ..core.genotypes import Genotypes
+from .bed_chunks import fileset_shape, open_streamed_bed
 from .pgen import pgen_prefix, read_pgen
 from .plink import plink_prefix, read_plink
+from .streamed import StreamedGenotypes
 from .vcf import read_vcf
-from .vcz import is_vcz, read_vcz
+from .vcz import is_vcz, open_streamed_vcz, read_vcz, store_shape
 
-__all__ = ["detect_format", "read_genotypes", "read_keep"]
+__all__ = ["detect_format", "input_shape", "open_streamed", "read_genotypes", "read_keep"]
 
 _VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf", ".gz", ".bgz")
 
@@ -127,14 +135,14 @@ def read_genotypes(
         ``chrom:start-end``, 1-based inclusive (VCF/BCF: needs a tabix/CSI
         index).
     maf, geno, mind : float
-        PLINK-style filters (see :func:`admixspec.filters.apply_filters`).
+        PLINK-style filters (see :func:`admixspec.core.filters.apply_filters`).
     drop_monomorphic : bool
         Remove SNPs with a single observed allele (on by default; ADMIXTURE
         itself keeps them).
     indep_pairwise : tuple (window, step, r2), optional
         LD pruning after the other filters, as PLINK's ``--indep-pairwise``
         (window and step in SNPs; see
-        :func:`admixspec.filters.filter_indep_pairwise`).
+        :func:`admixspec.core.filters.filter_indep_pairwise`).
     check : bool
         Raise :class:`InputError` when fewer than 2 individuals or 2 SNPs
         remain.
@@ -181,3 +189,41 @@ def read_genotypes(
     if check:
         check_usable(genotypes)
     return genotypes
+
+
+def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0.0,
+                  geno=1.0, mind=1.0, drop_monomorphic=True) -> StreamedGenotypes:
+    """Open and filter a PLINK ``.bed`` or VCF Zarr store for streaming.
+
+    The genotypes are read twice at most (:func:`admixspec.io.streamed.filter_streamed`); a chunk's
+    int8 genotypes take an eighth of ``memory_bytes``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.bed`` path, PLINK fileset prefix, or ``.vcz`` store.
+    memory_bytes : float
+        Workspace budget.
+    samples : sequence of str, optional
+        IIDs (sample IDs) to keep (``--keep``).
+    region, maf, geno, mind, drop_monomorphic
+        As in :func:`admixspec.read_genotypes`.
+
+    Returns
+    -------
+    StreamedGenotypes
+    """
+    opener = {"plink": open_streamed_bed, "vcz": open_streamed_vcz}[detect_format(path)]
+    return opener(path, memory_bytes=memory_bytes, samples=samples, region=region,
+                  filters={"maf": maf, "geno": geno, "mind": mind,
+                           "drop_monomorphic": drop_monomorphic})
+
+
+def input_shape(path) -> tuple[int, int] | None:
+    """Samples and variants of a streamable input (``.bed`` or ``.vcz``), else None.
+
+    Read from the ``.fam``/``.bim`` line counts or the store's array shapes,
+    without reading genotypes; it only feeds the decision to stream.
+    """
+    shape = {"plink": fileset_shape, "vcz": store_shape}.get(detect_format(path))
+    return None if shape is None else shape(path)

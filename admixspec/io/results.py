@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import InputError
+from ..core.exceptions import InputError
 
 __all__ = [
     "find_runs",

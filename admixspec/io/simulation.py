@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import UsageError
-from .admixture import atomic_write, write_json, write_p, write_q
+from ..core.exceptions import UsageError
+from .admixture import write_p, write_q
+from .common import atomic_write, write_json
 from .plink import write_plink
 from .vcf import write_vcf
 

@@ -1,13 +1,14 @@
 """Genotypes left on disk and read one chunk of SNPs at a time (``run --memory``).
 
 :class:`StreamedChunks` is the part of a streamed
-:class:`admixspec.ml.chunks.GenotypeChunks` source that does not depend on
+:class:`admixspec.core.chunks.GenotypeChunks` source that does not depend on
 the file format: the kept individuals and SNPs, the chunks, one reused int8
 buffer, the per-individual call counts and the filters. A format supplies
 only the decoding of a range of kept SNPs
 (:class:`admixspec.io.bed_chunks.BedChunks` for PLINK ``.bed``,
-:class:`admixspec.io.vcz.VczChunks` for VCF Zarr). :func:`open_streamed`
-opens either, filtered as :func:`admixspec.read_genotypes` filters.
+:class:`admixspec.io.vcz.VczChunks` for VCF Zarr).
+:func:`admixspec.io.reader.open_streamed` opens either, filtered as
+:func:`admixspec.read_genotypes` filters.
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..filters import apply_filters
-from ..genotypes import Genotypes, placeholder_variants, snp_statistics
-from ..ml.chunks import chunk_bounds
+from ..core.filters import apply_filters
+from ..core.genotypes import Genotypes, placeholder_variants, snp_statistics
+from ..core.chunks import chunk_bounds
 
-__all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "input_shape",
-           "open_streamed"]
+__all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "filter_streamed"]
 
 logger = logging.getLogger("admixspec")
 
@@ -163,7 +163,7 @@ class StreamedChunks(ABC):
         -------
         called, allele_sum : numpy.ndarray, int64, shape (n_snps,)
         missing_per_individual : numpy.ndarray, int64, shape (n_individuals,)
-            As :func:`admixspec.genotypes.snp_statistics` of the whole matrix.
+            As :func:`admixspec.core.genotypes.snp_statistics` of the whole matrix.
         """
         called = np.empty(self.n_snps, dtype=np.int64)
         allele_sum = np.empty(self.n_snps, dtype=np.int64)
@@ -184,9 +184,9 @@ class StreamedChunks(ABC):
 
 @dataclass
 class StreamedGenotypes:
-    """A filtered genotype file whose genotypes stay on disk (see :func:`open_streamed`).
+    """A filtered genotype file whose genotypes stay on disk (:func:`~admixspec.io.reader.open_streamed`).
 
-    The annotations of :class:`admixspec.genotypes.Genotypes` without the
+    The annotations of :class:`admixspec.core.genotypes.Genotypes` without the
     dosage matrix; :attr:`chunks` reads it.
 
     Attributes
@@ -194,7 +194,7 @@ class StreamedGenotypes:
     chunks : StreamedChunks
         The kept individuals and SNPs.
     samples, variants, families, source, filter_log
-        As in :class:`admixspec.genotypes.Genotypes`.
+        As in :class:`admixspec.core.genotypes.Genotypes`.
     memory_bytes : float
         The workspace budget the streaming was chosen for.
     """
@@ -267,49 +267,3 @@ def filter_streamed(chunks: StreamedChunks, *, maf=0.0, geno=1.0, mind=1.0,
     kept, snp_log, observed = _chunk_filters(
         chunks, {"maf": maf, "geno": geno, "drop_monomorphic": drop_monomorphic})
     return chunks.subset(columns=kept, n_observed=observed), log + snp_log, chunks
-
-
-def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0.0,
-                  geno=1.0, mind=1.0, drop_monomorphic=True) -> StreamedGenotypes:
-    """Open and filter a PLINK ``.bed`` or VCF Zarr store for streaming.
-
-    The genotypes are read twice at most (:func:`filter_streamed`); a chunk's
-    int8 genotypes take an eighth of ``memory_bytes``.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        ``.bed`` path, PLINK fileset prefix, or ``.vcz`` store.
-    memory_bytes : float
-        Workspace budget.
-    samples : sequence of str, optional
-        IIDs (sample IDs) to keep (``--keep``).
-    region, maf, geno, mind, drop_monomorphic
-        As in :func:`admixspec.read_genotypes`.
-
-    Returns
-    -------
-    StreamedGenotypes
-    """
-    from .bed_chunks import open_streamed_bed
-    from .reader import detect_format
-    from .vcz import open_streamed_vcz
-
-    opener = {"plink": open_streamed_bed, "vcz": open_streamed_vcz}[detect_format(path)]
-    return opener(path, memory_bytes=memory_bytes, samples=samples, region=region,
-                  filters={"maf": maf, "geno": geno, "mind": mind,
-                           "drop_monomorphic": drop_monomorphic})
-
-
-def input_shape(path) -> tuple[int, int] | None:
-    """Samples and variants of a streamable input (``.bed`` or ``.vcz``), else None.
-
-    Read from the ``.fam``/``.bim`` line counts or the store's array shapes,
-    without reading genotypes; it only feeds the decision to stream.
-    """
-    from .bed_chunks import fileset_shape
-    from .reader import detect_format
-    from .vcz import store_shape
-
-    shape = {"plink": fileset_shape, "vcz": store_shape}.get(detect_format(path))
-    return None if shape is None else shape(path)

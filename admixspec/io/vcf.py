@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -45,10 +44,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InputError, UsageError
-from ..genotypes import MISSING, Genotypes
+from ..core.exceptions import InputError
+from ..core.genotypes import Genotypes
+from .calls import SNP_BASES, decode_calls, read_log_entries
+from .common import parse_region, sample_rows
 
-__all__ = ["BgzfWriter", "parse_region", "read_vcf", "write_vcf"]
+__all__ = ["BgzfWriter", "read_vcf", "write_vcf"]
 
 logger = logging.getLogger("admixspec")
 
@@ -58,42 +59,6 @@ BLOCK_SIZE = 4096
 _BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
 _GZIP_MAGIC = b"\x1f\x8b"
 _BCF_MAGIC = b"BCF"
-_SNP_BASES = frozenset("ACGTNacgtn")
-_REGION = re.compile(r"^([^:\s]+)(?::([\d,]+)?(?:-([\d,]+)?)?)?$")
-
-
-# --------------------------------------------------------------------------- region
-
-
-def parse_region(region: str) -> tuple[str, int | None, int | None]:
-    """Parse ``chrom``, ``chrom:start-end``, ``chrom:start-`` (1-based, inclusive).
-
-    Returns
-    -------
-    (chrom, start, end) : tuple
-        ``start``/``end`` are ``None`` when open.
-
-    Raises
-    ------
-    UsageError
-        If the text is not a region.
-
-    Examples
-    --------
-    >>> parse_region("2:1,000-2000")
-    ('2', 1000, 2000)
-    >>> parse_region("chrX")
-    ('chrX', None, None)
-    """
-    match = _REGION.match(region.strip())
-    if not match:
-        raise UsageError(f"invalid region {region!r}; expected chrom:start-end")
-    chrom, start, end = match.groups()
-    start_value = int(start.replace(",", "")) if start else None
-    end_value = int(end.replace(",", "")) if end else None
-    if start_value is not None and end_value is not None and end_value < start_value:
-        raise UsageError(f"invalid region {region!r}: end before start")
-    return chrom, start_value, end_value
 
 
 def _htslib_region(chrom, start, end) -> str:
@@ -175,38 +140,6 @@ def _open_vcf(path: Path, samples=None):
 # --------------------------------------------------------------------------- reading
 
 
-def _decode_block(calls: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Dosage of allele 0 (REF) from htslib allele indices.
-
-    Parameters
-    ----------
-    calls : int16, shape (b, n, ploidy + 1)
-        ``genotype.array()`` rows: allele indices, -1 missing, -2 padding
-        (haploid), last column the phase flag.
-    counts : int64, shape (3,)
-        Accumulates haploid, half and polyploid call counts (in place).
-
-    Returns
-    -------
-    int8, shape (b, n)
-    """
-    first = calls[..., 0]
-    second = calls[..., 1] if calls.shape[-1] > 2 else np.full_like(first, -2)
-    haploid = (second == -2) & (first >= 0)
-    half = ((first < 0) & (second >= 0)) | ((first >= 0) & (second == -1))
-    dosage = (first == 0).astype(np.int8) + (second == 0).astype(np.int8)
-    dosage[haploid] *= 2
-    missing = (first < 0) | (second == -1) | half
-    if calls.shape[-1] > 3:
-        poly = (calls[..., 2:-1] != -2).any(axis=-1) & ~missing
-        missing |= poly
-        counts[2] += int(np.count_nonzero(poly))
-    dosage[missing] = MISSING
-    counts[0] += int(np.count_nonzero(haploid))
-    counts[1] += int(np.count_nonzero(half))
-    return dosage
-
-
 def read_vcf(
     path,
     *,
@@ -271,15 +204,8 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
         if not _header_has_gt(vcf):
             raise InputError("has no GT (genotype) FORMAT field in its header", path=path)
         if samples is not None:
-            wanted = set(samples)
-            unknown = [s for s in samples if s not in set(file_samples)]
-            if unknown:
-                raise InputError(
-                    f"{len(unknown)} requested sample(s) not in the file "
-                    f"(first: {unknown[0]!r})",
-                    path=path,
-                )
-            keep = [s for s in file_samples if s in wanted]
+            rows = sample_rows(file_samples, samples, path, kind=None)
+            keep = [file_samples[row] for row in rows]
             vcf.close()
             vcf = _open_vcf(path, samples=keep)
             file_samples = list(vcf.samples)
@@ -295,49 +221,6 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
     )
     genotypes.filter_log.extend(read_log_entries(skipped, n_records, ploidy_counts))
     return genotypes
-
-
-def read_log_entries(skipped: dict, n_records: int, ploidy_counts) -> list[dict]:
-    """The ``"biallelic_snp"`` and ``"ploidy"`` filter-log entries of a VCF read.
-
-    Shared with the VCF Zarr reader, which applies the same rules.
-
-    Parameters
-    ----------
-    skipped : dict
-        Variants skipped: ``{"multiallelic", "indel", "symbolic_or_other"}``.
-    n_records : int
-        Variant records read.
-    ploidy_counts : numpy.ndarray, int, shape (3,)
-        Haploid calls read as homozygous, half calls and polyploid calls set
-        missing.
-    """
-    return [
-        {
-            "filter": "biallelic_snp",
-            "unit": "variants",
-            "removed": int(sum(skipped.values())),
-            "reason": "not a biallelic SNP (" + ", ".join(
-                f"{k}: {v}" for k, v in skipped.items()
-            ) + f") out of {n_records} records read",
-            "details": {**skipped, "records_read": n_records},
-        },
-        {
-            "filter": "ploidy",
-            "unit": "genotype calls",
-            "removed": int(ploidy_counts[1] + ploidy_counts[2]),
-            "reason": (
-                f"half calls ({ploidy_counts[1]}) and calls of ploidy > 2 "
-                f"({ploidy_counts[2]}) set missing; haploid calls "
-                f"({ploidy_counts[0]}) read as homozygous"
-            ),
-            "details": {
-                "haploid_as_homozygous": int(ploidy_counts[0]),
-                "half_calls_missing": int(ploidy_counts[1]),
-                "polyploid_missing": int(ploidy_counts[2]),
-            },
-        },
-    ]
 
 
 def _header_has_gt(vcf) -> bool:
@@ -359,7 +242,7 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
     buffer: list[np.ndarray] = []
     counts = np.zeros(3, dtype=np.int64)
     n_records = 0
-    snp_bases = _SNP_BASES
+    snp_bases = SNP_BASES
     try:
         for variant in iterator:
             n_records += 1
@@ -426,7 +309,7 @@ def _decode_buffer(buffer: list, counts: np.ndarray) -> np.ndarray:
         stacked = np.full((len(buffer), buffer[0].shape[0], width), -2, dtype=np.int16)
         for index, calls in enumerate(buffer):
             stacked[index, :, : calls.shape[1] - 1] = calls[:, :-1]
-    return _decode_block(stacked, counts)
+    return decode_calls(stacked, counts)
 
 
 # --------------------------------------------------------------------------- writing

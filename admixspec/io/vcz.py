@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import InputError, import_optional
-from ..genotypes import Genotypes
-from .plink import _region_mask, _sample_rows
+from ..core.exceptions import InputError, import_optional
+from ..core.genotypes import Genotypes
+from .common import region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
-from .vcf import _SNP_BASES, _decode_block, read_log_entries
+from .calls import SNP_BASES, decode_calls, read_log_entries
 
 __all__ = ["VczChunks", "is_vcz", "open_streamed_vcz", "read_vcz", "store_shape"]
 
@@ -117,7 +117,7 @@ def classify_alleles(alleles: np.ndarray) -> tuple[np.ndarray, dict]:
     not_single = (np.strings.str_len(ref) != 1) | (np.strings.str_len(checked_alt) != 1)
     letters = np.strings.isalpha(ref) & np.strings.isalpha(checked_alt)
     indel = ~multiallelic & not_single & letters
-    bases = np.array(sorted(_SNP_BASES))
+    bases = np.array(sorted(SNP_BASES))
     other = ~multiallelic & ~indel & (
         not_single | ~np.isin(ref, bases) | (has_alt & ~np.isin(alt, bases))
     )
@@ -158,7 +158,7 @@ def _decode_calls(block: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Dosage (variants, samples) of REF from ``call_genotype`` rows (variants, samples, ploidy)."""
     # the VCF decoder's layout: alleles then a trailing phase column
     padded = np.concatenate([block, np.zeros_like(block[..., :1])], axis=-1)
-    return _decode_block(padded, counts)
+    return decode_calls(padded, counts)
 
 
 def _read_dosage(calls, columns: np.ndarray, rows, path: Path):
@@ -202,9 +202,9 @@ def _biallelic_snps(store, samples, region, path: Path):
         raise InputError("has no samples", path=path)
     if store["call_genotype"].shape[0] == 0:
         raise InputError("has no variant records", path=path)
-    rows = _sample_rows(file_samples, samples, path, kind=".vcz")
+    rows = sample_rows(file_samples, samples, path, kind=".vcz")
     chrom, positions = _contigs_and_positions(store)
-    in_region = np.flatnonzero(_region_mask(chrom, positions, region))
+    in_region = np.flatnonzero(region_mask(chrom, positions, region))
     alleles = _strings(store["variant_allele"])
     snp, skipped = classify_alleles(alleles[in_region])
     return (file_samples, rows, in_region[snp], alleles, chrom, positions, skipped,
@@ -245,7 +245,7 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
     >>> read_vcz("no/such/store.vcz")
     Traceback (most recent call last):
     ...
-    admixspec.exceptions.InputError: no/such/store.vcz: file not found
+    admixspec.core.exceptions.InputError: no/such/store.vcz: file not found
     """
     path = Path(path)
     if not path.exists():

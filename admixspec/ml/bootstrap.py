@@ -15,9 +15,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..exceptions import UsageError
-from .likelihood import check_dosage, loglikelihood
-from ..metrics import match_components
+from ..core.exceptions import UsageError
+from ..core.genotypes import check_dosage
+from ..core.metrics import match_components
+from .likelihood import loglikelihood
 from .refine import fit_ml
 
 __all__ = ["BootstrapResult", "bootstrap"]

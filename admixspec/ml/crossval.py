@@ -20,15 +20,12 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..exceptions import UsageError
-from .likelihood import (
-    _deviance_kernel,
-    _mask_fold_kernel,
-    check_dosage,
-    check_params,
-    loglikelihood,
-    thread_limit,
-)
+from ..core.exceptions import UsageError
+from ..core.genotypes import check_dosage
+from ..core.parameters import check_params
+from ..core.threads import thread_limit
+from ._kernels.likelihood import deviance_kernel, mask_fold_kernel
+from .likelihood import loglikelihood
 from .refine import fit_ml
 
 __all__ = ["CVResult", "cross_validate", "format_cv"]
@@ -127,11 +124,11 @@ def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
     counts = np.zeros(folds)
     for f in range(folds):
         with thread_limit(threads):
-            _mask_fold_kernel(G, masked, f, folds, fold_seed)
+            mask_fold_kernel(G, masked, f, folds, fold_seed)
         Q, P = fit(masked, K, None if seed is None else int(rng.integers(0, 2**31)))
         Q, P = check_params(Q, P, *G.shape)
         with thread_limit(threads):
-            totals[f], counts[f] = _deviance_kernel(G, P, Q, f, folds, fold_seed)
+            totals[f], counts[f] = deviance_kernel(G, P, Q, f, folds, fold_seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         fold_errors = totals / counts
     return CVResult(float(totals.sum() / counts.sum()), fold_errors)

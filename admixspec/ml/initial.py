@@ -8,39 +8,18 @@
   no (m x n) float array.
 * :func:`random_init` — the honest baseline: ``Q ~ Dirichlet(1)``,
   ``P ~ Uniform(0, 1)``.
-* :func:`p_given_q` / :func:`q_given_p` — least-squares completion of a start
-  when only one of Q and P is supplied.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .likelihood import P_MAX, P_MIN, project_q
-from ..spectral.moments import frequency_blocks
-from ..spectral.search import project_rows_to_simplex
-from ..genotypes import allele_counts
+from ..core.frequencies import allele_frequencies
+from ..core.parameters import P_MAX, P_MIN, clip_proportions, simplex_projection
 
-__all__ = ["allele_frequencies", "p_given_q", "q_given_p", "random_init", "svd_init",
-           "svd_starts"]
+__all__ = ["random_init", "svd_init", "svd_starts"]
 
 _CHUNK = 4096
-
-
-def allele_frequencies(G: np.ndarray) -> np.ndarray:
-    """Observed frequency of the counted allele per SNP (0.5 where all missing).
-
-    Parameters
-    ----------
-    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
-
-    Returns
-    -------
-    numpy.ndarray, float64, shape (n_snps,)
-    """
-    counted, observed = allele_counts(G)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(observed > 0, counted / observed, 0.5)
 
 
 def _centred_block(G, f, j0):
@@ -183,7 +162,7 @@ def _als(Us, V, f, P, als_iter, als_tol):
             # a component that ALS emptied leaves P columns equal (all at the
             # bound): the least-norm solution splits the rows between them
             Q = np.linalg.lstsq(PtP, rhs.T, rcond=None)[0].T
-        return project_rows_to_simplex(Q)
+        return simplex_projection(Q)
 
     Q = q_step(P)
     for _ in range(als_iter):
@@ -194,7 +173,7 @@ def _als(Us, V, f, P, als_iter, als_tol):
         Q = q_step(P)
         if np.sqrt(np.mean((Q - Q_old) ** 2)) < als_tol:
             break
-    return project_q(Q), P
+    return clip_proportions(Q), P
 
 
 def random_init(m: int, n: int, K: int, *, seed=None):
@@ -206,36 +185,6 @@ def random_init(m: int, n: int, K: int, *, seed=None):
     P : numpy.ndarray, float64, shape (n, K)
     """
     rng = np.random.default_rng(seed)
-    Q = project_q(rng.dirichlet(np.ones(K), size=m))
+    Q = clip_proportions(rng.dirichlet(np.ones(K), size=m))
     P = rng.uniform(P_MIN, P_MAX, size=(n, K))
     return Q, P
-
-
-def p_given_q(G: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    """Least-squares P for fixed Q (missing entries at the SNP mean), clipped.
-
-    Returns
-    -------
-    numpy.ndarray, float64, shape (n_snps, K)
-    """
-    Q = np.asarray(Q, dtype=np.float64)
-    pinv = np.linalg.pinv(Q)  # (K, m)
-    P = np.empty((G.shape[1], Q.shape[1]))
-    for positions, x in frequency_blocks(G):
-        P[positions] = (pinv @ x).T
-    return np.clip(P, P_MIN, P_MAX)
-
-
-def q_given_p(G: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Least-squares Q for fixed P, projected onto the simplex.
-
-    Returns
-    -------
-    numpy.ndarray, float64, shape (n_individuals, K)
-    """
-    P = np.asarray(P, dtype=np.float64)
-    XP = np.zeros((G.shape[0], P.shape[1]))
-    for positions, x in frequency_blocks(G):
-        XP += x @ P[positions]
-    Q = np.linalg.solve(P.T @ P, XP.T).T
-    return project_q(project_rows_to_simplex(Q))

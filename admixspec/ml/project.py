@@ -1,5 +1,7 @@
 """Projection onto fixed allele frequencies, and the supervised fit.
 
+* :func:`maximize_p` — Q fixed, P by maximum likelihood (the spectral
+  path's allele frequencies);
 * :func:`project` — P fixed (e.g. a fitted reference panel), each
   individual's Q by maximum likelihood: the Q-only block-relaxation (Newton)
   map of :mod:`admixspec.ml.newton`, accelerated, over SNP blocks in parallel. Individuals are independent given P, so a new
@@ -15,16 +17,77 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
-from ..exceptions import ConvergenceWarning, InputError, UsageError
-from ..gpu.device import make_engine
-from .likelihood import P_MAX, P_MIN, check_dosage, project_q, thread_limit
-from .initial import allele_frequencies, q_given_p
+from ..core.exceptions import ConvergenceWarning, InputError, UsageError
+from ..core.frequencies import allele_frequencies, least_squares_p, least_squares_q
+from ..core.genotypes import check_dosage
+from ..core.parameters import P_MAX, P_MIN, clip_proportions
+from ..core.threads import thread_limit
+from .likelihood import Engine, make_engine
 from .refine import MLResult, _Fixed, accelerated_em
 
-__all__ = ["SupervisedResult", "UNKNOWN_LABELS", "fit_supervised", "project"]
+__all__ = ["PGivenQ", "SupervisedResult", "UNKNOWN_LABELS", "fit_supervised", "maximize_p",
+           "project"]
+
+
+class PGivenQ(NamedTuple):
+    """What :func:`maximize_p` returns.
+
+    Attributes
+    ----------
+    P : numpy.ndarray, float64, shape (n_snps, K)
+    loglik : float
+        Log-likelihood of (Q, P).
+    passes : int
+        EM passes over the genotypes.
+    """
+
+    P: np.ndarray
+    loglik: float
+    passes: int
+
+
+def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None) -> PGivenQ:
+    """Allele frequencies for a fixed Q by maximum likelihood: least squares, then EM on P.
+
+    Every EM step raises the likelihood; the steps stop when one gains less
+    than ``relative_tol * |loglik|`` or after ``max_passes`` passes over the
+    data, so the spectral path stays a small multiple of one pass (a full
+    P-only EM to ADMIXTURE's 1e-4 tolerance took ~100 passes, longer than the
+    spectral estimate itself).
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps), or GenotypeChunks
+        Checked dosage, or a chunk source.
+    Q : numpy.ndarray, float64, shape (n_individuals, K)
+    max_passes : int
+    relative_tol : float
+    threads : int, optional
+
+    Returns
+    -------
+    PGivenQ
+    """
+    with thread_limit(threads):
+        engine = Engine(G, Q.shape[1])
+        # through the engine's chunks: G placed once (a Dask cluster would take it twice)
+        P = np.clip(least_squares_p(engine.chunks, Q), P_MIN, P_MAX)
+        previous = -np.inf
+        passes = 0
+        for passes in range(1, max_passes + 1):
+            _, P_next, loglik = engine.em(Q, P, update_q=False)  # loglik of (Q, P)
+            if loglik - previous < relative_tol * abs(loglik):
+                break
+            P, previous = P_next, loglik
+        else:
+            P = P_next
+            loglik = engine.loglik(Q, P)
+    return PGivenQ(P, float(loglik), passes)
+
 
 #: Labels that mean "not a reference individual" (ADMIXTURE's .pop uses '-').
 UNKNOWN_LABELS = frozenset({"-", ".", "", "NA", "nan", "None"})
@@ -70,10 +133,10 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
     if P.shape[0] != G.shape[1]:
         raise UsageError(f"P has {P.shape[0]} rows but the data have {G.shape[1]} SNPs")
     with thread_limit(threads):
-        Q = q_given_p(G, P) if Q0 is None else project_q(np.array(Q0, dtype=np.float64))
+        Q = least_squares_q(G, P) if Q0 is None else clip_proportions(np.array(Q0, dtype=np.float64))
         if Q.shape != (G.shape[0], P.shape[1]):
             raise UsageError(f"Q0 must have shape {(G.shape[0], P.shape[1])}")
-        engine = make_engine(G, P.shape[1])  # the device default_device set
+        engine = make_engine(G, P.shape[1])  # the engine a back end set, else the CPU's
         Q, _, _, _, converged, _ = accelerated_em(
             engine, Q, P, tol=tol, max_iter=max_iter, update_p=False, callback=callback
         )
@@ -156,7 +219,7 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
     comps = np.array([index[clean[i]] for i in rows], dtype=np.int64)
     values = np.zeros((len(rows), K))
     values[np.arange(len(rows)), comps] = 1.0
-    project_q(values)
+    clip_proportions(values)
     rng = np.random.default_rng(seed)
     with thread_limit(threads):
         # start: reference frequencies per labelled population, random otherwise
@@ -164,9 +227,9 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
         for k in range(len(populations)):
             P[:, k] = allele_frequencies(G[rows[comps == k]])
         np.clip(P, P_MIN, P_MAX, out=P)
-        Q = q_given_p(G, P)
+        Q = least_squares_q(G, P)
         Q[rows] = values
-        engine = make_engine(G, K)  # the device default_device set
+        engine = make_engine(G, K)  # the engine a back end set, else the CPU's
         t_init = time.perf_counter() - t_start
         Q, P, ll, n_iter, converged, history = accelerated_em(
             engine, Q, P, tol=tol, max_iter=max_iter, fixed=_Fixed(rows, values),

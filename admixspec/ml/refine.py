@@ -46,19 +46,14 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..exceptions import ConvergenceWarning, UsageError
-from ..gpu.device import make_engine
-from ..result import FitResult
-from .likelihood import (
-    P_MAX,
-    P_MIN,
-    Engine,
-    check_dosage,
-    check_params,
-    project_q,
-    thread_limit,
-)
-from .initial import p_given_q, q_given_p, random_init, svd_starts
+from ..core.exceptions import ConvergenceWarning, UsageError
+from ..core.frequencies import least_squares_p, least_squares_q
+from ..core.genotypes import check_dosage
+from ..core.parameters import P_MAX, P_MIN, check_params, clip_proportions
+from ..core.result import FitResult
+from ..core.threads import thread_limit
+from .initial import random_init, svd_starts
+from .likelihood import Engine, make_engine
 from .newton import BlockNewton
 
 __all__ = [
@@ -140,7 +135,7 @@ def format_iteration(info: IterationInfo) -> str:
 class MLResult(FitResult):
     """Result of :func:`fit_ml` (and of the supervised fit).
 
-    The :class:`~admixspec.result.FitResult` fields (Q, P, loglik, n_iter,
+    The :class:`~admixspec.core.result.FitResult` fields (Q, P, loglik, n_iter,
     converged, history, timings, diagnostics), where ``n_iter`` counts
     mini-batch epochs plus full accelerated steps and ``timings`` holds
     ``init``, ``em`` and ``total``; and:
@@ -253,7 +248,7 @@ class _Run:
     def clean(self, Q, P):
         if self.update_p:
             np.clip(P, P_MIN, P_MAX, out=P)
-        project_q(Q)
+        clip_proportions(Q)
         if self.fixed is not None:
             self.fixed.apply(Q)
         return Q, P
@@ -512,10 +507,10 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
         first, how = [check_params(Q0, P0, m, n)], "given"
     elif Q0 is not None:
         Q = np.asarray(Q0, dtype=np.float64)
-        first, how = [check_params(Q, p_given_q(G, Q), m, n)], "given Q"
+        first, how = [check_params(Q, least_squares_p(G, Q), m, n)], "given Q"
     elif P0 is not None:
         P = np.asarray(P0, dtype=np.float64)
-        first, how = [check_params(q_given_p(G, P), P, m, n)], "given P"
+        first, how = [check_params(least_squares_q(G, P), P, m, n)], "given P"
     else:
         how = init
     n_init = starts - len(first)
@@ -547,7 +542,6 @@ def fit_ml(
     threads: int | None = None,
     batches: int | None = None,
     accel: str = "newton",
-    device: str | None = None,
     starts: int | None = None,
     screen_iter: int = SCREEN_ITER,
 ) -> MLResult:
@@ -589,10 +583,6 @@ def fit_ml(
         The optimiser: ADMIXTURE's block relaxation (Newton steps for P and
         Q) accelerated by SQUAREM (default), or the EM accelerated by
         SQUAREM after a mini-batch warm-up (see the module notes).
-    device : {"auto", "cpu", "cuda"}, optional
-        Where the likelihood passes run: a usable CUDA GPU when there is one
-        (``"auto"``, the default unless :func:`admixspec.gpu.default_device`
-        set another), the CPU, or a CUDA GPU or an error; the log says which.
     starts : int, optional
         Starts screened by ``accel="newton"``: the given or ``init`` start
         plus ``starts - 1`` further ``init`` starts (see
@@ -632,7 +622,7 @@ def fit_ml(
         raise UsageError(f"starts must be >= 1 (1 for accel='squarem'), got {starts}")
     m, n = G.shape
     with thread_limit(threads):
-        engine = make_engine(G, K, device)
+        engine = make_engine(G, K)
         pairs, how = start_values(G, K, Q0=Q0, P0=P0, init=init, seed=seed,
                                   starts=1 if K == 1 else int(starts))
         Q, P = pairs[0]

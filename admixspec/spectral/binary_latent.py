@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import logsumexp, ndtr
 
-from ..exceptions import ConvergenceWarning, InputError, UsageError
-from ..metrics import assign_components
+from ..core.exceptions import ConvergenceWarning, InputError, UsageError
+from ..core.metrics import assign_components
 from .tensor import TensorEigenpairs, eigenpairs, near_eigenpairs, third_moment
 
 __all__ = [

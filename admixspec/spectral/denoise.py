@@ -16,7 +16,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
-from ..exceptions import InputError
+from ..core.exceptions import InputError
 from .moments import ThirdMomentTerms
 from .tensor import symmetrize
 

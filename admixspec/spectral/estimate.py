@@ -35,18 +35,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..genotypes import allele_counts, minor_allele_counts
-from ..ml.initial import p_given_q
+from ..core.frequencies import frequency_blocks, least_squares_p
+from ..core.genotypes import allele_counts, minor_allele_counts
 from .candidates import CandidateSet, make_candidates
 from .denoise import complete_diagonal, solve_masked_tensor, whiten, whiten_in_subspace
-from .moments import frequency_blocks, second_moments, whitened_third_moment_terms
+from .moments import second_moments, whitened_third_moment_terms
 from .search import SubsetSearchResult, q_from_candidates, search_subsets
 from .tensor import TensorEigenpairs, eigenpairs
 
 __all__ = [
     "SpectralPass",
     "KHint",
-    "allele_counts",
     "column_space",
     "k_hint",
     "privacy_pass",
@@ -304,7 +303,7 @@ def private_allele_snps(dosage, Q, counts, *, threshold=0.9, min_count=2,
     flip : numpy.ndarray of bool
         True where the other allele is counted.
     """
-    P = p_given_q(dosage, Q)
+    P = least_squares_p(dosage, Q)
 
     def privacy(F):
         return F.max(axis=1) / np.maximum(F.sum(axis=1), np.finfo(float).tiny)
@@ -378,7 +377,7 @@ def column_space(dosage, K, snps, flip, *, fill=None):
         SNPs to sum over and which of them count the other allele (the span
         does not depend on the allele counted, since ``Q 1 = 1``).
     fill : callable, optional
-        As for :func:`admixspec.spectral.moments.frequency_blocks`.
+        As for :func:`admixspec.core.frequencies.frequency_blocks`.
 
     Returns
     -------

@@ -18,85 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exceptions import InputError
+from ..core.exceptions import InputError
 
 __all__ = [
-    "BLOCK_ENTRIES",
     "SecondMoments",
     "ThirdMomentTerms",
-    "block_size_for",
-    "frequency_blocks",
     "second_moments",
     "whitened_third_moment_terms",
 ]
-
-#: Entries (individuals x SNPs) of one float64 frequency block, 2^22 (32 MiB).
-#: The blocks and their few same-sized temporaries are the only data-sized
-#: memory of the moments; a fixed SNP count instead (8,192 SNPs were 650 MB
-#: per block at 10,000 individuals) made them dominate the spectral stage.
-BLOCK_ENTRIES = 2**22
-
-
-def block_size_for(n_individuals: int) -> int:
-    """SNPs per block: :data:`BLOCK_ENTRIES` entries, at least 64 SNPs.
-
-    Examples
-    --------
-    >>> block_size_for(1000), block_size_for(100_000)
-    (4194, 64)
-    """
-    return max(64, BLOCK_ENTRIES // max(int(n_individuals), 1))
-
-
-def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=None):
-    """Yield float64 blocks of ``x = g / 2`` over SNP columns.
-
-    Parameters
-    ----------
-    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
-        Genotype dosages, -1 for missing.
-    snps : numpy.ndarray of int, optional
-        Column indices to use (default: all), in the order given.
-    flip : numpy.ndarray of bool, shape (len(snps),), optional
-        Columns whose other allele is counted instead (``x -> 1 - x``).
-    fill : callable, optional
-        ``fill(columns) -> (n_individuals, len(columns))`` float array of
-        expected frequencies used where the call is missing (imputation by
-        the current model). Default: the SNP's observed mean frequency.
-    block_size : int, optional
-        SNPs per block; default :func:`block_size_for` the number of
-        individuals.
-
-    Yields
-    ------
-    columns : numpy.ndarray of int
-        Positions (in ``snps``) of the block's columns.
-    x : numpy.ndarray, float64, shape (n_individuals, len(columns))
-        Allele frequencies in {0, 1/2, 1}, missing entries imputed.
-    """
-    index = np.arange(dosage.shape[1]) if snps is None else np.asarray(snps)
-    if block_size is None:
-        block_size = block_size_for(dosage.shape[0])
-    for start in range(0, len(index), block_size):
-        positions = np.arange(start, min(start + block_size, len(index)))
-        block = dosage[:, index[positions]]
-        x = block.astype(np.float64) * 0.5
-        missing = block < 0
-        if missing.any():
-            if fill is None:
-                observed = ~missing
-                counts = observed.sum(axis=0)
-                totals = np.where(observed, x, 0.0).sum(axis=0)
-                # a SNP with no call at all carries no information: 0.5
-                means = np.where(counts > 0, totals / np.maximum(counts, 1), 0.5)
-                x = np.where(missing, means[None, :], x)
-            else:
-                x = np.where(missing, fill(index[positions]), x)
-        if flip is not None:
-            f = flip[positions]
-            x[:, f] = 1.0 - x[:, f]
-        yield positions, x
-
 
 @dataclass
 class SecondMoments:
@@ -123,7 +52,7 @@ def second_moments(blocks) -> SecondMoments:
     Parameters
     ----------
     blocks : iterable of (columns, x)
-        As yielded by :func:`frequency_blocks`.
+        As yielded by :func:`admixspec.core.frequencies.frequency_blocks`.
 
     Returns
     -------

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exceptions import UsageError
-from ..ml.likelihood import P_MAX, P_MIN
+from ..core.exceptions import UsageError
+from ..core.parameters import P_MAX, P_MIN, simplex_projection
 
 __all__ = [
     "SubsetSearchResult",
     "infeasibility",
     "likelihood_scores",
     "binomial_loglik",
-    "project_rows_to_simplex",
     "q_from_candidates",
     "search_subsets",
 ]
@@ -32,37 +31,6 @@ __all__ = [
 
 #: Upper bound on floats in one batched scoring array (b subsets x m x s).
 _BATCH_FLOATS = 2**24
-
-
-def project_rows_to_simplex(Y):
-    """Euclidean projection of each row onto the probability simplex.
-
-    Sort-based algorithm of Duchi et al. (2008), vectorised over rows and any
-    leading batch dimensions.
-
-    Parameters
-    ----------
-    Y : numpy.ndarray, shape (..., K)
-
-    Returns
-    -------
-    numpy.ndarray, shape (..., K)
-        Non-negative rows summing to one.
-
-    Examples
-    --------
-    >>> project_rows_to_simplex(np.array([[0.5, 0.7], [-1.0, 0.2]])).tolist()
-    [[0.4, 0.6], [0.0, 1.0]]
-    """
-    Y = np.asarray(Y, dtype=float)
-    K = Y.shape[-1]
-    ordered = -np.sort(-Y, axis=-1)
-    cumulative = np.cumsum(ordered, axis=-1) - 1.0
-    ranks = np.arange(1, K + 1)
-    positive = ordered - cumulative / ranks > 0
-    rho = K - np.argmax(positive[..., ::-1], axis=-1)  # last True, 1-based
-    theta = np.take_along_axis(cumulative, (rho - 1)[..., None], axis=-1) / rho[..., None]
-    return np.maximum(Y - theta, 0.0)
 
 
 def q_from_candidates(vectors):
@@ -79,7 +47,7 @@ def q_from_candidates(vectors):
         ``pinv(V^T)^T`` with rows projected onto the simplex.
     """
     W = np.linalg.pinv(np.swapaxes(vectors, -1, -2))  # (..., K, m)
-    return project_rows_to_simplex(np.swapaxes(W, -1, -2))
+    return simplex_projection(np.swapaxes(W, -1, -2))
 
 
 def _least_squares_p(Q, x):

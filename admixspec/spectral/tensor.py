@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exceptions import UsageError
+from ..core.exceptions import UsageError
 
 __all__ = [
     "TensorEigenpairs",

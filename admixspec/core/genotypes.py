@@ -27,11 +27,11 @@ __all__ = [
     "MISSING",
     "VARIANT_COLUMNS",
     "allele_counts",
+    "check_dosage",
     "filter_lines",
-    "genotype_summary",
     "minor_allele_counts",
+    "placeholder_variants",
     "snp_statistics",
-    "summary_lines",
 ]
 
 #: Dosage value that marks a missing genotype call.
@@ -76,9 +76,7 @@ class Genotypes:
     def __post_init__(self):
         self.dosage = np.asarray(self.dosage)
         if self.dosage.dtype != np.int8:
-            from .ml.likelihood import check_dosage  # values are checked before the cast
-
-            self.dosage = check_dosage(self.dosage)
+            self.dosage = check_dosage(self.dosage)  # values are checked before the cast
         self.samples = np.asarray(self.samples, dtype=str)
         self.check_shape()
 
@@ -158,9 +156,7 @@ class Genotypes:
         samples : sequence of str, optional
             Sample IDs; default ``ind0, ind1, ...``.
         """
-        from .ml.likelihood import check_dosage  # values are checked before the cast
-
-        array = check_dosage(dosage)
+        array = check_dosage(dosage)  # values are checked before the cast
         n_individuals, n_snps = array.shape
         if samples is None:
             samples = [f"ind{i}" for i in range(n_individuals)]
@@ -190,6 +186,111 @@ def _indices(selection) -> np.ndarray:
     """Integer indices of an index array or boolean mask."""
     selection = np.asarray(selection)
     return np.flatnonzero(selection) if selection.dtype == bool else selection
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_dosage(dosage) -> np.ndarray:
+    """Check every dosage value, then return the dosage as C-contiguous int8.
+
+    Every value is checked, so that nothing is silently changed: a bare cast
+    to int8 would turn 1.9 into 1, 0.5 into 0, 256 into 0 and 255 into -1
+    (missing).
+
+    Parameters
+    ----------
+    dosage : array_like or Genotypes, shape (n_individuals, n_snps)
+        Copies of the counted allele, 0, 1 or 2, and -1 for a missing call.
+        Any integer or boolean dtype is accepted. A float array is accepted
+        when every value is a whole number, and NaN then also means missing
+        (the convention of float genotype matrices, e.g. pandas'); fractional
+        dosages such as imputed 1.9 are refused, not rounded.
+
+    Returns
+    -------
+    numpy.ndarray, int8, shape (n_individuals, n_snps)
+
+    Raises
+    ------
+    InputError
+        Not 2-d or not numeric; a value other than 0, 1, 2, -1 (or NaN in a
+        float array), with its position; a :class:`~admixspec.Genotypes`
+        whose dosage no longer fits its sample IDs and variants, as a
+        SNP-major (transposed) matrix does.
+
+    Notes
+    -----
+    Orientation is checked where it can be without false alarms: a
+    :class:`~admixspec.Genotypes` carries sample IDs and variants, so a
+    transposed dosage is recognised. A bare array cannot be told from its
+    transpose by its values, and neither shape is impossible (a small SNP
+    panel may have more individuals than SNPs), so a bare array is taken to
+    be (n_individuals, n_snps) as documented, without a check.
+
+    Examples
+    --------
+    >>> check_dosage(np.array([[0.0, 2.0], [np.nan, 1.0]]))
+    array([[ 0,  2],
+           [-1,  1]], dtype=int8)
+    >>> try:
+    ...     check_dosage([[0, 1.9]])
+    ... except InputError as error:
+    ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+    dosage must hold 0, 1, 2 or -1 (missing): dosage[0, 1] = 1.9 (1 such value);
+    fractional dosages must be rounded to hard calls first
+    """
+    if hasattr(dosage, "dosage"):
+        dosage.check_shape()
+        dosage = dosage.dosage
+    G = np.asarray(dosage)
+    if G.ndim != 2:
+        raise InputError(f"dosage must be 2-d (individuals x SNPs), got shape {G.shape}")
+    if G.dtype.kind not in "biuf":
+        raise InputError(f"dosage must be numeric, got dtype {G.dtype}")
+    if G.dtype.kind == "f":
+        G8 = _whole_floats_as_int8(G)
+    else:  # integers: the range says it all
+        G8 = G.astype(np.int8, copy=False) if _in_range(G) else None
+    if G8 is None:
+        raise InputError(_bad_dosage_message(G))
+    return np.ascontiguousarray(G8)
+
+
+def _in_range(G: np.ndarray) -> bool:
+    return G.size == 0 or bool(G.min() >= -1 and G.max() <= 2)
+
+
+def _whole_floats_as_int8(G: np.ndarray) -> np.ndarray | None:
+    """``G`` as int8 with NaN as -1, or None unless every other value is -1..2 whole.
+
+    The cast is checked by casting back: a value survives it unchanged only
+    if it is a whole number within int8 (1.9, 256.0 and inf do not).
+    """
+    missing = np.isnan(G)
+    with np.errstate(invalid="ignore"):  # NaN and out-of-range casts, checked below
+        G8 = G.astype(np.int8)
+    np.copyto(G8, np.int8(-1), where=missing)
+    if not (_in_range(G8) and np.all((G8 == G) | missing)):
+        return None
+    return G8
+
+
+def _bad_dosage_message(G: np.ndarray) -> str:
+    """Name the first bad dosage value, its position and how many there are."""
+    bad = ~np.isin(G, (-1, 0, 1, 2))
+    if G.dtype.kind == "f":
+        bad &= ~np.isnan(G)
+    i, j = np.argwhere(bad)[0]
+    value = G[i, j]
+    n_bad = np.count_nonzero(bad)
+    message = (
+        f"dosage must hold 0, 1, 2 or -1 (missing): dosage[{i}, {j}] = {value:g} "
+        f"({n_bad} such value{'s' if n_bad > 1 else ''})"
+    )
+    if np.isfinite(value) and value != np.round(value):
+        message += "; fractional dosages must be rounded to hard calls first"
+    return message
 
 
 # --------------------------------------------------------------------------- counts
@@ -293,7 +394,7 @@ def filter_lines(genotypes: Genotypes) -> list[str]:
     Examples
     --------
     >>> import numpy as np
-    >>> from admixspec.filters import filter_monomorphic
+    >>> from admixspec.core.filters import filter_monomorphic
     >>> g = Genotypes.from_array(np.array([[0, 1, 2], [0, 2, -1]]))
     >>> filter_lines(filter_monomorphic(g))[0].split(" (")[0]
     'monomorphic: removed 2 variants'
@@ -308,127 +409,4 @@ def filter_lines(genotypes: Genotypes) -> list[str]:
             f"{entry['filter']}: removed {entry['removed']} {entry['unit']} "
             f"({entry['reason']})"
         )
-    return lines
-
-
-def _ploidy_policy(genotypes: Genotypes) -> dict:
-    ploidy = next((e for e in genotypes.filter_log if e["filter"] == "ploidy"), None)
-    if ploidy is None:
-        return {
-            # PLINK 1/2 filesets and arrays carry no ploidy record: read as stored
-            "policy": "diploid calls as stored; PLINK 1 and 2 store haploid calls as "
-            "homozygous"
-        }
-    return {
-        "policy": "haploid calls read as homozygous; half calls and ploidy > 2 "
-        "read as missing",
-        **ploidy.get("details", {}),
-    }
-
-
-def genotype_summary(genotypes: Genotypes, *, with_k_hint: bool = False,
-                     seed: int = 0) -> dict:
-    """A JSON-ready summary of filtered genotypes (what ``admixspec info`` prints).
-
-    Parameters
-    ----------
-    genotypes : Genotypes
-        As returned by :func:`admixspec.io.read_genotypes` (its ``filter_log``
-        says what was removed).
-    with_k_hint : bool
-        Add the spectral hint for K (:func:`admixspec.spectral.estimate.k_hint`).
-    seed : int
-        Seed of the hint's SNP sample.
-
-    Returns
-    -------
-    dict
-        ``input``, ``individuals``, ``variants_read``, ``variants_kept``,
-        ``individuals_removed``, ``removed`` (per filter), the missing
-        fractions (overall, largest per individual and per SNP), ``ploidy``,
-        ``counted_allele`` and, with ``with_k_hint``, ``k_hint`` (``K``,
-        ``eigenvalues``, ``ratios``, ``snps``, ``description``);
-        :func:`summary_lines` puts it in words.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> summary = genotype_summary(Genotypes.from_array(np.array([[0, -1], [2, 1]])))
-    >>> summary["variants_kept"], summary["missing_fraction"]
-    (2, 0.25)
-    """
-    called, _, missing_rows = snp_statistics(genotypes.dosage)
-    n, m = genotypes.dosage.shape
-    log = {entry["filter"]: entry for entry in genotypes.filter_log}
-    read = log.get("biallelic_snp", {}).get("details", {}).get("records_read", m)
-    removed = {
-        entry["filter"]: {
-            "unit": entry["unit"], "removed": entry["removed"], "reason": entry["reason"]
-        }
-        for entry in genotypes.filter_log
-        if entry["filter"] != "ploidy"
-    }
-    summary = {
-        "input": genotypes.source,
-        "individuals": int(n),
-        "variants_read": int(read),
-        "variants_kept": int(m),
-        "individuals_removed": int(
-            sum(e["removed"] for e in genotypes.filter_log if e["unit"] == "individuals")
-        ),
-        "removed": removed,
-        "missing_fraction": genotypes.missing_fraction,
-        "missing_fraction_per_individual_max": (
-            float(missing_rows.max() / m) if m else 0.0
-        ),
-        "missing_fraction_per_snp_max": float(1 - called.min() / n) if n and m else 0.0,
-        "ploidy": _ploidy_policy(genotypes),
-        "counted_allele": "VCF REF / .bim column 6 (A2); P is its frequency",
-    }
-    if with_k_hint:
-        from .spectral.estimate import k_hint  # the spectral package builds on this one
-
-        hint = k_hint(genotypes.dosage, seed=seed)
-        summary["k_hint"] = {
-            "K": hint.K, "eigenvalues": hint.eigenvalues.tolist(),
-            "ratios": hint.ratios.tolist(), "snps": hint.n_snps,
-            "description": hint.describe(),
-        }
-    return summary
-
-
-def summary_lines(summary: dict) -> list[str]:
-    """:func:`genotype_summary` in words, one line per fact (``admixspec info``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> g = Genotypes.from_array(np.array([[0, -1], [2, 1]]))
-    >>> print(summary_lines(genotype_summary(g))[3])
-    missing calls:    25.0000% overall; max 50.00% per individual, 50.00% per SNP
-    """
-    lines = [
-        f"input:            {summary['input']}",
-        f"individuals:      {summary['individuals']} kept, "
-        f"{summary['individuals_removed']} removed",
-        f"variants:         {summary['variants_read']} read, "
-        f"{summary['variants_kept']} kept",
-    ]
-    for name, entry in summary["removed"].items():
-        lines.append(
-            f"  - {name}: {entry['removed']} {entry['unit']} removed ({entry['reason']})"
-        )
-    lines += [
-        f"missing calls:    {summary['missing_fraction']:.4%} overall; max "
-        f"{summary['missing_fraction_per_individual_max']:.2%} per individual, "
-        f"{summary['missing_fraction_per_snp_max']:.2%} per SNP",
-        f"ploidy:           {summary['ploidy']['policy']}",
-    ]
-    details = {k: v for k, v in summary["ploidy"].items() if k != "policy"}
-    if details:
-        lines.append(" " * 18 + ", ".join(f"{k}: {v}" for k, v in details.items()))
-    lines.append(f"counted allele:   {summary['counted_allele']}")
-    if "k_hint" in summary:
-        lines.append(f"spectral K hint:  {summary['k_hint']['description']}; choose K "
-                     "with 'run --cv'")
     return lines

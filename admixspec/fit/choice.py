@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .exceptions import ConvergenceWarning
-from .ml.likelihood import P_MAX, P_MIN, thread_limit
-from .ml.project import project
-from .ml.refine import fit_ml
+from ..core.exceptions import ConvergenceWarning
+from ..core.parameters import P_MAX, P_MIN
+from ..core.threads import thread_limit
+from ..ml.project import project
+from ..ml.refine import fit_ml
 
 __all__ = ["EFFECT_THRESHOLD", "EstimatorChoice", "HOLDOUT_FRACTION", "choose_estimator",
            "individual_logliks"]

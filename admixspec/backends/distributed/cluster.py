@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import UsageError
-from .chunks import DaskChunks, DistributedError, Traffic, _distributed, _workers_now
+from ...core.exceptions import UsageError
+from .chunks import DaskChunks, DistributedError, Traffic, import_distributed, workers_now
 
 __all__ = ["connect", "device_with_scheduler", "parse_scheduler", "scheduler", "use_client"]
 
@@ -58,8 +58,8 @@ def use_client(client, *, chunk_snps=None, threads=1):
     ...         result = fit_admixture(genotypes, 3, seed=1)  # doctest: +SKIP
     ...     print(traffic.describe())  # doctest: +SKIP
     """
+    from ...core.chunks import placement
     from ..gpu import default_device
-    from ..ml.chunks import placement
 
     traffic = Traffic()
     token = placement.set(functools.partial(_place, client, chunk_snps=chunk_snps,
@@ -81,8 +81,8 @@ def _place(client, genotypes, **options):
     file; another streamed source (a ``.vcz`` store) is read here chunk by
     chunk and sent; sources already on the cluster are used as they are.
     """
-    from ..io.bed_chunks import BedChunks
-    from ..io.streamed import StreamedChunks
+    from ...io.bed_chunks import BedChunks
+    from ...io.streamed import StreamedChunks
 
     if isinstance(genotypes, np.ndarray):
         return DaskChunks.scatter(client, genotypes, **options)
@@ -182,7 +182,7 @@ def connect(spec: str, *, threads: int | None = None):
         The scheduler did not answer.
     """
     kind, value = parse_scheduler(spec)
-    distributed = _distributed()
+    distributed = import_distributed()
     with contextlib.ExitStack() as stack:
         if kind == "local":
             # ":0": a free port for the scheduler's HTTP server (8787 may be taken)
@@ -193,7 +193,7 @@ def connect(spec: str, *, threads: int | None = None):
         else:
             client = stack.enter_context(_client(distributed, kind, value))
         logger.info("Dask: likelihood passes on %s (%d workers)", spec,
-                    len(_workers_now(client)))
+                    len(workers_now(client)))
         yield client
 
 

@@ -1,7 +1,7 @@
 """The likelihood passes of a fit on a Dask ``distributed`` cluster.
 
 A pass of the ML engine splits into chunks of SNPs (all individuals; see
-:mod:`admixspec.ml.chunks`). Here the chunks live on Dask workers
+:mod:`admixspec.core.chunks`). Here the chunks live on Dask workers
 (:class:`DaskChunks`): every pass sends the shared arguments (Q, ...) to each
 worker once, runs one task per chunk with that chunk's P rows where the chunk
 lives, and gathers the results in order. A worker lost mid-fit loses its
@@ -12,7 +12,7 @@ with the same result, or stops with a one-line :class:`DistributedError`.
 Use it from Python with a client you already have::
 
     from dask.distributed import Client
-    from admixspec.distributed import use_client
+    from admixspec.backends.distributed import use_client
 
     client = Client("tcp://scheduler:8786")
     with use_client(client):

@@ -21,7 +21,7 @@ chunk order. No float atomics, whose order varies from run to run, so a GPU
 fit gives the same bits each time. All arithmetic is float64, as on the
 CPU, so a GPU fit reproduces a CPU fit (to rounding).
 
-The per-row constrained Newton solve (:func:`admixspec.ml.newton.constrained_newton_step`
+The per-row constrained Newton solve (:func:`admixspec.ml._kernels.newton.constrained_newton_step`
 and its helpers) is not rewritten here: :func:`_device_twins` compiles the
 very same Python functions for the device.
 """
@@ -43,8 +43,9 @@ if not hasattr(np, "row_stack"):
 
 from numba import cuda  # imported after the alias above
 
-from ..ml import newton
-from ..ml.likelihood import _LOG_EVERY, P_MAX, P_MIN
+from ...core.parameters import P_MAX, P_MIN
+from ...ml._kernels import newton
+from ...ml._kernels.likelihood import LOG_EVERY
 
 __all__ = ["THREADS_PER_BLOCK", "kernels", "pack_rows", "sum_chunks", "zeros"]
 
@@ -53,11 +54,11 @@ THREADS_PER_BLOCK = 128
 
 # The CPU Newton-step functions and the names they call each other by.
 _NEWTON_FUNCTIONS = ("constrained_newton_step", "_free_step", "_cholesky_solve",
-                     "_substitute", "_step_bounds")
+                     "_substitute", "step_bounds")
 
 
 def _device_twins():
-    """The Newton-step functions of :mod:`admixspec.ml.newton` as CUDA device functions.
+    """The Newton-step functions of :mod:`admixspec.ml._kernels.newton` as CUDA device functions.
 
     Each function's Python source is compiled a second time, for the device,
     with a global namespace in which the functions it calls are their device
@@ -256,12 +257,12 @@ def _newton_weights(g, f):
 def _log_step(prod, ll, since, factor):
     """One genotype's ``factor`` into a log-likelihood kept as ``ll + log(prod)``.
 
-    The product moves into ``ll`` every ``_LOG_EVERY`` factors: one log per
+    The product moves into ``ll`` every ``LOG_EVERY`` factors: one log per
     block, not per genotype, as on the CPU. Returns the new ``(prod, ll, since)``.
     """
     prod *= factor
     since += 1
-    if since == _LOG_EVERY:
+    if since == LOG_EVERY:
         ll += math.log(prod)
         prod = 1.0
         since = 0
@@ -290,7 +291,7 @@ def kernels(K: int) -> types.SimpleNamespace:
     """
     twins = _device_twins()
     newton_step = twins["constrained_newton_step"]
-    step_bounds = twins["_step_bounds"]
+    step_bounds = twins["step_bounds"]
     NT = K * (K + 1) // 2
     STATS = K + NT  # local array shapes must be compile-time constants
     KK = (K, K)
@@ -502,7 +503,7 @@ def kernels(K: int) -> types.SimpleNamespace:
     def q_stats(GT, Q, P, tri_r, tri_c, span, stats):
         """Each individual's gradient and minus-Hessian triangle, chunk ``c`` of SNPs.
 
-        ``stats[c]`` (m, K + K(K+1)/2), as :func:`admixspec.ml.newton._q_statistics`.
+        ``stats[c]`` (m, K + K(K+1)/2), as :func:`admixspec.ml._kernels.newton.q_statistics`.
         """
         i = cuda.grid(1)
         if i >= Q.shape[0]:

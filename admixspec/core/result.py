@@ -1,7 +1,7 @@
 """The base of every fit's result: Q, P and how they were found.
 
 :class:`FitResult` holds what any estimator of ADMIXTURE's model returns;
-:class:`admixspec.model.AdmixtureResult` (the public entry point's result),
+:class:`admixspec.fit.admixture.AdmixtureResult` (the public entry point's result),
 :class:`admixspec.ml.refine.MLResult` and
 :class:`admixspec.ml.project.SupervisedResult` extend it with what their
 estimator adds.

@@ -9,9 +9,9 @@ from concurrent.futures import CancelledError
 
 import numpy as np
 
-from ..exceptions import AdmixspecError, import_optional
-from ..ml.chunks import add_sums, chunk_bounds, count_observed
-from ..ml.likelihood import BLOCK_SIZE, thread_limit
+from ...core.chunks import BLOCK_SIZE, add_sums, chunk_bounds, count_observed
+from ...core.exceptions import AdmixspecError, import_optional
+from ...core.threads import thread_limit
 
 __all__ = ["DaskChunks", "DistributedError", "Traffic"]
 
@@ -31,14 +31,14 @@ class DistributedError(AdmixspecError, RuntimeError):
     """The cluster could not run a pass (workers gone, scheduler unreachable)."""
 
 
-def _distributed():
+def import_distributed():
     return import_optional("distributed", extra="distributed",
                            needed_for="running on a Dask cluster (--scheduler)")
 
 
 def _worker_loss_errors() -> tuple:
     """Exceptions of a pass that a lost worker causes (a rerun may succeed)."""
-    distributed = _distributed()
+    distributed = import_distributed()
     # CancelledError: a scattered chunk went with its worker; KilledWorker: the
     # task's workers kept dying; OSError covers closed connections.
     return CancelledError, OSError, TimeoutError, distributed.KilledWorker
@@ -66,12 +66,12 @@ def _add_pair(left, right):
 
 def _read_bed_chunk(bed_path, n_samples, n_variants, rows, columns):
     """One chunk of a ``.bed`` file, read by the worker that will hold it."""
-    from ..io.plink import _read_bed
+    from ...io.plink import read_bed_columns
 
-    return _read_bed(bed_path, n_samples, n_variants, rows, columns, 1)
+    return read_bed_columns(bed_path, n_samples, n_variants, rows, columns, 1)
 
 
-def _workers_now(client) -> dict:
+def workers_now(client) -> dict:
     """The cluster's workers, ``{address: info}``, fetched from the scheduler now.
 
     Not ``client.scheduler_info()["workers"]``: the client's background
@@ -88,10 +88,10 @@ def _worker_slots(client, wait: float = 0.0) -> list:
     one may have died, and a nanny may be starting it again).
     """
     deadline = time.monotonic() + wait
-    workers = _workers_now(client)
+    workers = workers_now(client)
     while not workers and time.monotonic() < deadline:
         time.sleep(0.25)
-        workers = _workers_now(client)
+        workers = workers_now(client)
     if not workers:
         raise DistributedError("the Dask cluster has no workers"
                                + (f" (waited {wait:g} s)" if wait else ""))
@@ -160,7 +160,7 @@ class Traffic:
 class DaskChunks:
     """Chunks of SNPs (all individuals) held on the workers of a Dask cluster.
 
-    Implements :class:`admixspec.ml.chunks.GenotypeChunks`. Build it with
+    Implements :class:`admixspec.core.chunks.GenotypeChunks`. Build it with
     :meth:`scatter` (from an int8 matrix in memory) or :meth:`from_bed`
     (each worker reads its chunks from a ``.bed`` file).
 
@@ -175,7 +175,7 @@ class DaskChunks:
         Numba threads of each task's kernels.
     traffic : Traffic
         What :meth:`map` moved (shared by every source of one
-        :func:`~admixspec.distributed.use_client` block).
+        :func:`~admixspec.backends.distributed.use_client` block).
     """
 
     def __init__(self, client, futures, bounds, n_individuals, *, source, threads=1,
@@ -219,7 +219,7 @@ class DaskChunks:
         -------
         DaskChunks
         """
-        _distributed()
+        import_distributed()
         slots = _worker_slots(client)
         m, n = G.shape
         bounds = chunk_bounds(n, chunk_snps or _default_chunk_snps(m, n, len(slots)))
@@ -246,7 +246,7 @@ class DaskChunks:
         -------
         DaskChunks
         """
-        _distributed()
+        import_distributed()
         if chunk_snps is not None:
             source = source.subset(chunk_snps=chunk_snps)
         return cls._sent(client, _worker_slots(client), list(source.bounds),
@@ -295,7 +295,7 @@ class DaskChunks:
         DaskChunks
             Genotypes count the A2 allele, as :func:`admixspec.io.read_plink`.
         """
-        from ..io.plink import plink_prefix, read_bim, read_fam
+        from ...io.plink import plink_prefix, read_bim, read_fam
 
         prefix = plink_prefix(path)
         n_samples = len(read_fam(prefix.with_suffix(".fam")))
@@ -333,7 +333,7 @@ class DaskChunks:
     def _reading(cls, client, bed, n_samples, n_variants, rows, columns, *, chunk_snps,
                  threads, traffic):
         """Chunks that are read-task results (see :meth:`from_bed`)."""
-        _distributed()
+        import_distributed()
         slots = _worker_slots(client)
         m, n = len(rows), len(columns)
         bounds = chunk_bounds(n, chunk_snps or _default_chunk_snps(m, n, len(slots)))
@@ -382,7 +382,7 @@ class DaskChunks:
         return self._retried(attempt)
 
     def map_sum(self, function, P, *shared) -> tuple[list, tuple]:
-        """:func:`admixspec.ml.chunks.map_sum` with the sums added on the workers.
+        """:func:`admixspec.core.chunks.map_sum` with the sums added on the workers.
 
         Each task's ``sums`` are added pairwise in a binary tree of tasks
         (neighbouring chunks first, so the order of the additions is fixed and
@@ -438,7 +438,7 @@ class DaskChunks:
         """One task per chunk: ``function(G_chunk, P_rows, *shared)`` (futures)."""
         client = self.client
         if self._holders is None:  # after placing, and again after a worker was lost
-            self._live = set(_workers_now(client))
+            self._live = set(workers_now(client))
             self._holders = client.who_has(self._futures)
         live = self._live
         sent_shared = []

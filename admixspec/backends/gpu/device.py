@@ -11,13 +11,14 @@ CPU engine.
 from __future__ import annotations
 
 import contextlib
-import contextvars
+import functools
 import logging
 import os
 
 import numpy as np
 
-from ..exceptions import MissingDependencyError, UsageError
+from ...core.exceptions import MissingDependencyError, UsageError
+from ...ml.likelihood import Engine, engine_factory
 
 __all__ = ["DEVICES", "cuda_status", "default_device", "make_engine", "resolve_device"]
 
@@ -25,9 +26,6 @@ logger = logging.getLogger("admixspec")
 
 #: The accepted values of ``device``.
 DEVICES = ("auto", "cpu", "cuda")
-
-# The device of engines made without naming one (set by default_device).
-_DEFAULT = contextvars.ContextVar("admixspec_device", default="auto")
 
 
 def _simulated() -> bool:
@@ -101,13 +99,15 @@ def resolve_device(device: str = "auto") -> str:
 
 @contextlib.contextmanager
 def default_device(device: str | None):
-    """Within the block, engines made without naming a device run on ``device``.
+    """Within the block, the fits' likelihood engines run on ``device``.
 
-    The device is resolved on entry, so ``"cuda"`` without a GPU fails before
-    any work; None keeps the current default. This is how
-    :func:`admixspec.fit_admixture` and ``--device`` reach every
-    :func:`admixspec.ml.refine.fit_ml` inside a fit (refinement,
-    cross-validation, bootstrap) without each caller passing it on.
+    Sets :data:`admixspec.ml.likelihood.engine_factory`, through which every
+    fit below makes its engine. The device is resolved on entry, so
+    ``"cuda"`` without a GPU fails before any work. None keeps the device an
+    enclosing block set, and is ``"auto"`` where none did. This is how
+    :func:`admixspec.fit_admixture` and ``--device`` reach every maximum-likelihood
+    fit inside a fit (refinement, cross-validation, bootstrap) without each
+    caller passing it on; a fit run outside any such block uses the CPU.
 
     Parameters
     ----------
@@ -118,16 +118,19 @@ def default_device(device: str | None):
     >>> with default_device("cpu"):
     ...     pass
     """
-    if device is not None:
-        resolve_device(device)  # fail now, not at the first fit
-    token = _DEFAULT.set(_DEFAULT.get() if device is None else device)
+    if device is None and engine_factory.get() is not None:
+        yield
+        return
+    device = "auto" if device is None else device
+    resolve_device(device)  # fail now, not at the first fit
+    token = engine_factory.set(functools.partial(make_engine, device=device))
     try:
         yield
     finally:
-        _DEFAULT.reset(token)
+        engine_factory.reset(token)
 
 
-def make_engine(G, K: int, device: str | None = None):
+def make_engine(G, K: int, device: str = "auto"):
     """The likelihood engine for ``G`` on the device ``device`` resolves to.
 
     Parameters
@@ -137,12 +140,11 @@ def make_engine(G, K: int, device: str | None = None):
         :class:`admixspec.ml.likelihood.Engine` accepts).
     K : int
         Number of components.
-    device : {"auto", "cpu", "cuda"}, optional
-        Default: the one :func:`default_device` set, else ``"auto"``.
+    device : {"auto", "cpu", "cuda"}
 
     Returns
     -------
-    admixspec.ml.likelihood.Engine or admixspec.gpu.engine.CudaEngine
+    admixspec.ml.likelihood.Engine or admixspec.backends.gpu.engine.CudaEngine
         The choice is logged at INFO on logger ``"admixspec"``. Genotypes not
         held in memory (a chunked source) go to the CPU under ``"auto"``.
 
@@ -151,9 +153,6 @@ def make_engine(G, K: int, device: str | None = None):
     UsageError
         As :func:`resolve_device`; ``"cuda"`` for genotypes not in memory.
     """
-    from ..ml.likelihood import Engine
-
-    device = _DEFAULT.get() if device is None else device
     on_gpu = resolve_device(device) == "cuda"
     if on_gpu and not isinstance(G, np.ndarray):  # e.g. streamed from disk
         if device == "cuda":

@@ -22,8 +22,12 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["GenotypeChunks", "InMemoryChunks", "add_sums", "as_chunks", "chunk_bounds",
-           "count_observed", "least_squares_p", "map_sum"]
+__all__ = ["BLOCK_SIZE", "GenotypeChunks", "InMemoryChunks", "add_sums", "as_chunks",
+           "chunk_bounds", "count_observed", "map_sum"]
+
+#: SNPs per block of the likelihood kernels: chunks start at multiples of it,
+#: so a chunked pass runs the same SNP blocks as an unchunked one.
+BLOCK_SIZE = 64
 
 
 @runtime_checkable
@@ -122,7 +126,7 @@ def map_sum(chunks: GenotypeChunks, function: Callable, P, *shared) -> tuple[lis
     return [part[0] for part in parts], add_sums([part[1] for part in parts])
 
 
-def chunk_bounds(n_snps: int, chunk_snps: int, align: int = 64) -> list:
+def chunk_bounds(n_snps: int, chunk_snps: int, align: int = BLOCK_SIZE) -> list:
     """``(start, stop)`` ranges of at most ``chunk_snps`` SNPs, multiples of ``align``.
 
     Chunks start at multiples of ``align`` (the kernels' SNP block) so that a
@@ -201,7 +205,7 @@ class InMemoryChunks:
 
 #: Where :func:`as_chunks` puts genotypes: None keeps them where they are (an
 #: int8 matrix in memory); a callable ``genotypes -> GenotypeChunks`` places them
-#: elsewhere (:func:`admixspec.distributed.use_client` sets one that puts them on
+#: elsewhere (:func:`admixspec.backends.distributed.use_client` sets one that puts them on
 #: Dask workers).
 placement: contextvars.ContextVar = contextvars.ContextVar("admixspec_chunk_placement",
                                                           default=None)
@@ -224,26 +228,3 @@ def as_chunks(genotypes) -> GenotypeChunks:
     if isinstance(genotypes, np.ndarray):
         return InMemoryChunks(genotypes)
     return genotypes
-
-
-def _least_squares_p_chunk(G, rows, Q):
-    from .initial import p_given_q
-
-    return p_given_q(G, Q)
-
-
-def least_squares_p(genotypes, Q) -> np.ndarray:
-    """Least-squares P for fixed Q (:func:`admixspec.ml.initial.p_given_q`), chunk by chunk.
-
-    Parameters
-    ----------
-    genotypes : GenotypeChunks or numpy.ndarray, int8, shape (n_individuals, n_snps)
-    Q : numpy.ndarray, float64, shape (n_individuals, K)
-
-    Returns
-    -------
-    numpy.ndarray, float64, shape (n_snps, K)
-    """
-    chunks = as_chunks(genotypes)
-    parts = chunks.map(_least_squares_p_chunk, np.empty((chunks.n_snps, 0)), Q)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -1,8 +1,8 @@
 """The likelihood engine on a CUDA GPU (numba.cuda kernels), and the device choice.
 
 :func:`resolve_device` and :func:`make_engine` import no CUDA code unless
-CUDA is asked for; the kernels live in :mod:`admixspec.gpu.kernels` and the
-engine in :mod:`admixspec.gpu.engine` (imported on first use, since
+CUDA is asked for; the kernels live in :mod:`admixspec.backends.gpu.kernels` and the
+engine in :mod:`admixspec.backends.gpu.engine` (imported on first use, since
 importing numba.cuda costs time and a driver look-up).
 """
 

@@ -1,6 +1,6 @@
 """Variant and individual filters, and checks that the data are usable.
 
-Each filter returns a new :class:`~admixspec.genotypes.Genotypes` and appends
+Each filter returns a new :class:`~admixspec.core.genotypes.Genotypes` and appends
 one entry to its ``filter_log``::
 
     {"filter": "maf", "unit": "variants", "removed": 12,
@@ -178,7 +178,7 @@ def parse_indep_pairwise(values) -> tuple[int, int, float]:
     >>> parse_indep_pairwise(["500kb", "1", "0.2"])
     Traceback (most recent call last):
     ...
-    admixspec.exceptions.UsageError: --indep-pairwise: a window in kilobases ('500kb') is not supported; give the window as a SNP count (e.g. 50)
+    admixspec.core.exceptions.UsageError: --indep-pairwise: a window in kilobases ('500kb') is not supported; give the window as a SNP count (e.g. 50)
     """
     values = list(values)
     if len(values) != 3:
@@ -342,7 +342,7 @@ def check_usable(genotypes: Genotypes) -> None:
     >>> check_usable(Genotypes.from_array(np.zeros((1, 5))))
     Traceback (most recent call last):
     ...
-    admixspec.exceptions.InputError: fewer than 2 individuals left after filtering (1 left)
+    admixspec.core.exceptions.InputError: fewer than 2 individuals left after filtering (1 left)
     """
     if genotypes.n_individuals < 2:
         raise InputError(
@@ -366,7 +366,7 @@ def check_K(K: int, n_individuals: int) -> None:
     >>> check_K(0, 60)
     Traceback (most recent call last):
     ...
-    admixspec.exceptions.UsageError: K must be at least 1, got 0
+    admixspec.core.exceptions.UsageError: K must be at least 1, got 0
     """
     if isinstance(K, bool) or int(K) != K:
         raise UsageError(f"K must be an integer, got {K!r}")

@@ -29,7 +29,7 @@ Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
     (:func:`admixspec.ml.project.project`).
 
 Refinement with ``refine="auto"`` is decided by held-out-individual
-likelihood (:func:`admixspec.selection.choose_estimator`).
+likelihood (:func:`admixspec.fit.choice.choose_estimator`).
 """
 
 from __future__ import annotations
@@ -40,29 +40,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import __version__
-from .exceptions import UsageError
-from .filters import check_K
-from .genotypes import allele_counts, minor_allele_counts
-from .ml.bootstrap import BootstrapResult
-from .ml.chunks import least_squares_p
-from .ml.bootstrap import bootstrap as bootstrap_q
-from .ml.crossval import CVResult, cross_validate, format_cv
-from .ml.initial import p_given_q
-from .ml.likelihood import (
-    P_MAX,
-    P_MIN,
-    Engine,
-    check_dosage,
-    loglikelihood,
-    thread_limit,
-)
-from .ml.project import fit_supervised, project
-from .gpu.device import default_device
-from .ml.refine import fit_ml, format_iteration
-from .result import FitResult
-from .selection import choose_estimator
-from .spectral.estimate import DEFAULT_WINDOWS, snp_sample, spectral_scan
+from .._version import __version__
+from ..backends import default_device
+from ..core.exceptions import UsageError
+from ..core.filters import check_K
+from ..core.frequencies import least_squares_p
+from ..core.genotypes import allele_counts, check_dosage, minor_allele_counts
+from ..core.parameters import P_MAX, P_MIN
+from ..core.result import FitResult
+from ..ml.bootstrap import BootstrapResult
+from ..ml.bootstrap import bootstrap as bootstrap_q
+from ..ml.crossval import CVResult, cross_validate, format_cv
+from ..ml.likelihood import loglikelihood
+from ..ml.project import fit_supervised, maximize_p, project
+from ..ml.refine import fit_ml, format_iteration
+from ..spectral.estimate import DEFAULT_WINDOWS, snp_sample, spectral_scan
+from .choice import choose_estimator
 
 __all__ = [
     "AdmixtureResult",
@@ -86,7 +79,7 @@ _MIN_MOMENT_SNPS = 1000
 class AdmixtureResult(FitResult):
     """Estimated ancestry of one K, as ``admixspec run`` reports it.
 
-    The :class:`~admixspec.result.FitResult` fields (Q, P, loglik, n_iter,
+    The :class:`~admixspec.core.result.FitResult` fields (Q, P, loglik, n_iter,
     converged, history, timings, diagnostics) and:
 
     Attributes
@@ -139,7 +132,7 @@ def rare_allele_share(dosage, *, counts=None) -> float:
     ----------
     dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
     counts : tuple of numpy.ndarray, optional
-        :func:`admixspec.genotypes.allele_counts` of ``dosage``, if already computed.
+        :func:`admixspec.core.genotypes.allele_counts` of ``dosage``, if already computed.
 
     Returns
     -------
@@ -151,39 +144,6 @@ def rare_allele_share(dosage, *, counts=None) -> float:
     if not np.any(polymorphic):
         return 0.0
     return float(np.mean(minor[polymorphic] <= 0.05 * observed[polymorphic]))
-
-
-def _p_given_q(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None):
-    """Allele frequencies for a fixed Q: least squares, then EM steps on P only.
-
-    Every EM step raises the likelihood; the steps stop when one gains less
-    than ``relative_tol * |loglik|`` or after ``max_passes`` passes over the
-    data, so the spectral path stays a small multiple of one pass (a full
-    P-only EM to ADMIXTURE's 1e-4 tolerance took ~100 passes, longer than the
-    spectral estimate itself).
-
-    Returns
-    -------
-    P : numpy.ndarray, shape (n_snps, K)
-    loglik : float
-        Log-likelihood of (Q, P).
-    passes : int
-    """
-    with thread_limit(threads):
-        engine = Engine(G, Q.shape[1])
-        # through the engine's chunks: G placed once (a Dask cluster would take it twice)
-        P = np.clip(least_squares_p(engine.chunks, Q), P_MIN, P_MAX)
-        previous = -np.inf
-        passes = 0
-        for passes in range(1, max_passes + 1):
-            _, P_next, loglik = engine.em(Q, P, update_q=False)  # loglik of (Q, P)
-            if loglik - previous < relative_tol * abs(loglik):
-                break
-            P, previous = P_next, loglik
-        else:
-            P = P_next
-            loglik = engine.loglik(Q, P)
-    return P, float(loglik), passes
 
 
 def _single_population(counts, n_individuals):
@@ -202,7 +162,7 @@ def _model_fill(G, Q):
     moments stay unbiased (mean imputation pulls them towards the average
     individual).
     """
-    P = p_given_q(G, Q)
+    P = least_squares_p(G, Q)
 
     def fill(columns):
         return np.clip(Q @ P[columns].T, 0.0, 1.0)
@@ -368,7 +328,7 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, lo
     if refine == "auto":
         clock = time.perf_counter()
         choice = choose_estimator(
-            G, Q, lambda G_part, Q_part: _p_given_q(G_part, Q_part, threads=threads)[0],
+            G, Q, lambda G_part, Q_part: maximize_p(G_part, Q_part, threads=threads).P,
             seed=seed, tol=tol, max_iter=max_iter, threads=threads)
         timings["selection"] = time.perf_counter() - clock
         decision, reason = choice.estimator == "spectral+ml", choice.reason
@@ -383,7 +343,7 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, lo
                           threads=threads, log=log, diagnostics=diagnostics)
         return "spectral+ml", ml, None, None
     clock = time.perf_counter()
-    P, loglik, n_p = _p_given_q(G, Q, threads=threads)
+    P, loglik, n_p = maximize_p(G, Q, threads=threads)
     timings["p_given_q"] = time.perf_counter() - clock
     diagnostics["p_iterations"] = int(n_p)
     return "spectral", None, P, loglik
@@ -544,7 +504,7 @@ def fit_admixture(
         Spectral method only: maximise the likelihood from the spectral
         estimate always (True), never (False), or when ML's allele
         frequencies predict held-out individuals significantly better than
-        the spectral ones ("auto", :func:`admixspec.selection.choose_estimator`).
+        the spectral ones ("auto", :func:`admixspec.fit.choice.choose_estimator`).
     tol : float
         Log-likelihood change that stops EM (ADMIXTURE's ``-C``).
     max_iter : int
@@ -566,7 +526,7 @@ def fit_admixture(
     device : {"auto", "cpu", "cuda"}, optional
         Where the maximum-likelihood fits (refinement, plain ML, supervised,
         projection, CV, bootstrap) run their likelihood passes (see
-        :func:`admixspec.gpu.default_device`); the spectral stage stays on the
+        :func:`admixspec.backends.gpu.default_device`); the spectral stage stays on the
         CPU. Default: ``"auto"``.
 
     Returns

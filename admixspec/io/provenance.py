@@ -3,13 +3,13 @@
 A log or JSON file must say how to reproduce it: the admixspec version, the
 command line, the seed, the input and what the filters removed (fastmixture's
 log, msprime's provenance). The command line writes these around the lines of
-:meth:`admixspec.model.AdmixtureResult.format_log`; a script can do the same.
+:meth:`admixspec.fit.admixture.AdmixtureResult.format_log`; a script can do the same.
 """
 
 from __future__ import annotations
 
-from . import __version__
-from .genotypes import Genotypes, filter_lines
+from .._version import __version__
+from ..core.genotypes import Genotypes, filter_lines
 
 __all__ = ["run_header", "run_record"]
 
@@ -50,7 +50,7 @@ def run_record(result, genotypes: Genotypes, *, command: str, seed, source, k_hi
 
     Parameters
     ----------
-    result : admixspec.model.AdmixtureResult
+    result : admixspec.fit.admixture.AdmixtureResult
     genotypes, command, seed, source, k_hint
         As in :func:`run_header`.
     seconds : float
@@ -59,7 +59,7 @@ def run_record(result, genotypes: Genotypes, *, command: str, seed, source, k_hi
     Returns
     -------
     dict
-        :meth:`~admixspec.model.AdmixtureResult.record` and ``version``,
+        :meth:`~admixspec.fit.admixture.AdmixtureResult.record` and ``version``,
         ``command``, ``K``, ``seed``, ``input``, ``n_individuals``,
         ``n_snps``, ``seconds``, ``filters`` (the filter log) and ``k_hint``.
     """

@@ -5,13 +5,13 @@
 :class:`CudaBlockNewton` those of :class:`admixspec.ml.newton.BlockNewton`, so
 the accelerators and ADMIXTURE's stopping rule of :mod:`admixspec.ml.refine`
 drive either unchanged. The genotypes stay on the device (2 bits each, both
-orientations, see :mod:`admixspec.gpu.kernels`); Q and P travel to it and
+orientations, see :mod:`admixspec.backends.gpu.kernels`); Q and P travel to it and
 back once per pass, as the float64 arrays the accelerators compute with
 (for 500,000 SNPs and K = 5, 20 MB each way).
 
 Each kernel's threads sweep chunks of rows sized for about a million threads
 in all (:data:`TARGET_THREADS`), and each chunk's sums are written apart and
-added in chunk order (:func:`admixspec.gpu.kernels.sum_chunks`): the partial
+added in chunk order (:func:`admixspec.backends.gpu.kernels.sum_chunks`): the partial
 sums take about ``TARGET_THREADS`` x (2 K + K(K+1)/2 + 1) float64 (210 MB at
 K = 5), and a fit gives the same bits run after run.
 """
@@ -23,8 +23,10 @@ import warnings
 import numpy as np
 from numba import cuda
 
-from ..ml.likelihood import Engine, project_q
-from ..ml.newton import BlockNewton, triangle_pairs
+from ...core.parameters import clip_proportions
+from ...ml._kernels.newton import triangle_pairs
+from ...ml.likelihood import Engine
+from ...ml.newton import BlockNewton
 from .kernels import THREADS_PER_BLOCK, kernels, pack_rows, sum_chunks, zeros
 
 __all__ = ["CudaBlockNewton", "CudaEngine"]
@@ -231,7 +233,7 @@ class CudaEngine(Engine):
             Q_new = Q * acc / (2.0 * obs[:, None])
         empty = obs == 0
         Q_new[empty] = Q[empty]
-        project_q(Q_new)
+        clip_proportions(Q_new)
         if Q_fixed_rows is not None:
             rows, values = Q_fixed_rows
             Q_new[rows] = values

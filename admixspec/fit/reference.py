@@ -18,11 +18,13 @@ import time
 
 import numpy as np
 
-from .exceptions import UsageError
-from .ml.likelihood import Engine, check_dosage, loglikelihood, thread_limit
-from .ml.project import project
-from .ml.refine import accelerated_em, format_iteration
-from .model import AdmixtureResult, _p_given_q, fit_admixture
+from ..core.exceptions import UsageError
+from ..core.genotypes import check_dosage
+from ..core.threads import thread_limit
+from ..ml.likelihood import Engine, loglikelihood
+from ..ml.project import maximize_p, project
+from ..ml.refine import accelerated_em, format_iteration
+from .admixture import AdmixtureResult, fit_admixture
 
 __all__ = [
     "DEFAULT_REFERENCE_SIZE",
@@ -315,7 +317,7 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
     with thread_limit(threads):
         reference = source.subset(rows=rows)
         if len(snps) < n:
-            P = _p_given_q(reference, Q_ref, threads=threads)[0]
+            P = maximize_p(reference, Q_ref, threads=threads).P
             if "ml" in fit.path:
                 logger.info("reference: maximum likelihood on all %d SNPs, streamed", n)
                 Q_ref, P, _, n_iter, converged = _streamed_ml(

@@ -1,0 +1,91 @@
+"""Genotype calls by the VCF rules, shared by the VCF/BCF and VCF Zarr readers.
+
+Both readers count REF (allele 0), read haploid calls as homozygous (as PLINK
+1 stores them), set half calls (``0/.``) and calls of ploidy above 2 missing,
+keep only biallelic SNPs, and record what they skipped in the same filter-log
+entries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.genotypes import MISSING
+
+__all__ = ["SNP_BASES", "decode_calls", "read_log_entries"]
+
+#: Allele letters of a SNP (an allele of one of these bases).
+SNP_BASES = frozenset("ACGTNacgtn")
+
+
+def decode_calls(calls: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Dosage of allele 0 (REF) from htslib allele indices.
+
+    Parameters
+    ----------
+    calls : int16, shape (b, n, ploidy + 1)
+        ``genotype.array()`` rows: allele indices, -1 missing, -2 padding
+        (haploid), last column the phase flag.
+    counts : int64, shape (3,)
+        Accumulates haploid, half and polyploid call counts (in place).
+
+    Returns
+    -------
+    int8, shape (b, n)
+    """
+    first = calls[..., 0]
+    second = calls[..., 1] if calls.shape[-1] > 2 else np.full_like(first, -2)
+    haploid = (second == -2) & (first >= 0)
+    half = ((first < 0) & (second >= 0)) | ((first >= 0) & (second == -1))
+    dosage = (first == 0).astype(np.int8) + (second == 0).astype(np.int8)
+    dosage[haploid] *= 2
+    missing = (first < 0) | (second == -1) | half
+    if calls.shape[-1] > 3:
+        poly = (calls[..., 2:-1] != -2).any(axis=-1) & ~missing
+        missing |= poly
+        counts[2] += int(np.count_nonzero(poly))
+    dosage[missing] = MISSING
+    counts[0] += int(np.count_nonzero(haploid))
+    counts[1] += int(np.count_nonzero(half))
+    return dosage
+
+
+def read_log_entries(skipped: dict, n_records: int, ploidy_counts) -> list[dict]:
+    """The ``"biallelic_snp"`` and ``"ploidy"`` filter-log entries of a VCF read.
+
+    Parameters
+    ----------
+    skipped : dict
+        Variants skipped: ``{"multiallelic", "indel", "symbolic_or_other"}``.
+    n_records : int
+        Variant records read.
+    ploidy_counts : numpy.ndarray, int, shape (3,)
+        Haploid calls read as homozygous, half calls and polyploid calls set
+        missing.
+    """
+    return [
+        {
+            "filter": "biallelic_snp",
+            "unit": "variants",
+            "removed": int(sum(skipped.values())),
+            "reason": "not a biallelic SNP (" + ", ".join(
+                f"{k}: {v}" for k, v in skipped.items()
+            ) + f") out of {n_records} records read",
+            "details": {**skipped, "records_read": n_records},
+        },
+        {
+            "filter": "ploidy",
+            "unit": "genotype calls",
+            "removed": int(ploidy_counts[1] + ploidy_counts[2]),
+            "reason": (
+                f"half calls ({ploidy_counts[1]}) and calls of ploidy > 2 "
+                f"({ploidy_counts[2]}) set missing; haploid calls "
+                f"({ploidy_counts[0]}) read as homozygous"
+            ),
+            "details": {
+                "haploid_as_homozygous": int(ploidy_counts[0]),
+                "half_calls_missing": int(ploidy_counts[1]),
+                "polyploid_missing": int(ploidy_counts[2]),
+            },
+        },
+    ]

@@ -1,0 +1,330 @@
+"""What every reader and writer shares: regions, sample selection, and atomic writes.
+
+* :func:`parse_region` and :func:`region_mask`: ``--region chrom:start-end``;
+* :func:`sample_rows`: ``--keep``'s samples as rows of a file's sample list;
+* :func:`is_snp_allele`: the single-base alleles of a biallelic SNP;
+* :func:`atomic_write` and :func:`write_all_or_none`: every output is written
+  to a temporary file in its folder and renamed over its destination, so a
+  crash never leaves a half-written file, and a set of files appears whole
+  or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..core.exceptions import InputError, UsageError
+
+__all__ = [
+    "atomic_write",
+    "format_json",
+    "is_snp_allele",
+    "parse_region",
+    "region_mask",
+    "sample_rows",
+    "write_all_or_none",
+    "write_json",
+    "write_text",
+]
+
+_REGION = re.compile(r"^([^:\s]+)(?::([\d,]+)?(?:-([\d,]+)?)?)?$")
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def parse_region(region: str) -> tuple[str, int | None, int | None]:
+    """Parse ``chrom``, ``chrom:start-end``, ``chrom:start-`` (1-based, inclusive).
+
+    Returns
+    -------
+    (chrom, start, end) : tuple
+        ``start``/``end`` are ``None`` when open.
+
+    Raises
+    ------
+    UsageError
+        If the text is not a region.
+
+    Examples
+    --------
+    >>> parse_region("2:1,000-2000")
+    ('2', 1000, 2000)
+    >>> parse_region("chrX")
+    ('chrX', None, None)
+    """
+    match = _REGION.match(region.strip())
+    if not match:
+        raise UsageError(f"invalid region {region!r}; expected chrom:start-end")
+    chrom, start, end = match.groups()
+    start_value = int(start.replace(",", "")) if start else None
+    end_value = int(end.replace(",", "")) if end else None
+    if start_value is not None and end_value is not None and end_value < start_value:
+        raise UsageError(f"invalid region {region!r}: end before start")
+    return chrom, start_value, end_value
+
+
+def region_mask(chrom: np.ndarray, positions: np.ndarray, region) -> np.ndarray:
+    """Which variants lie in ``region`` (``chrom:start-end``; all when ``None``).
+
+    Parameters
+    ----------
+    chrom : numpy.ndarray of str, shape (n_variants,)
+    positions : numpy.ndarray of int, shape (n_variants,)
+        1-based positions.
+    region : str or None
+
+    Returns
+    -------
+    numpy.ndarray, bool, shape (n_variants,)
+    """
+    mask = np.ones(len(positions), dtype=bool)
+    if region is None:
+        return mask
+    name, start, end = parse_region(region)
+    mask &= chrom == name
+    if start is not None:
+        mask &= positions >= start
+    if end is not None:
+        mask &= positions <= end
+    return mask
+
+
+def sample_rows(ids, samples, path, kind: str | None = ".fam") -> np.ndarray:
+    """Rows of the requested samples (all of which must exist), in file order.
+
+    Parameters
+    ----------
+    ids : array_like of str, shape (n_samples,)
+        The file's sample IDs, in file order.
+    samples : sequence of str or None
+        The requested IDs (``--keep``); None keeps every row.
+    path : str or os.PathLike
+        The file, for the error message.
+    kind : str, optional
+        The file's kind in the message (``".fam"``, ``".psam"``); None says
+        "the file".
+
+    Returns
+    -------
+    numpy.ndarray, int64, increasing
+
+    Raises
+    ------
+    InputError
+        When a requested ID is not in the file (the first one is named).
+
+    Examples
+    --------
+    >>> sample_rows(np.array(["a", "b", "c"]), ["c", "a"], "x.fam").tolist()
+    [0, 2]
+    """
+    ids = np.asarray(ids, dtype=str)
+    if samples is None:
+        return np.arange(len(ids))
+    known = set(ids.tolist())
+    unknown = [sample for sample in samples if sample not in known]
+    if unknown:
+        where = "the file" if kind is None else f"the {kind} file"
+        raise InputError(
+            f"{len(unknown)} requested sample(s) not in {where} (first: {unknown[0]!r})",
+            path=path,
+        )
+    return np.flatnonzero(np.isin(ids, list(samples)))
+
+
+def is_snp_allele(alleles: pd.Series) -> np.ndarray:
+    """Which alleles are one base (not ``*``, ``-`` or ``.``): a SNP's alleles.
+
+    Parameters
+    ----------
+    alleles : pandas.Series of str
+
+    Returns
+    -------
+    numpy.ndarray, bool
+    """
+    values = alleles.to_numpy(dtype=str)
+    return (np.char.str_len(values) == 1) & ~np.isin(values, ["*", "-", "."])
+
+
+# --------------------------------------------------------------------------- writes
+
+
+@contextlib.contextmanager
+def atomic_write(path, mode: str = "w", *, encoding: str | None = "utf-8"):
+    """Open a temporary file that replaces ``path`` only if the block succeeds.
+
+    The temporary file lives in the same folder as ``path`` (so the final
+    :func:`os.replace` is atomic on POSIX); it is removed if the block raises
+    (including ``KeyboardInterrupt``). A process killed outright leaves at
+    most a hidden ``.<name>.*.tmp`` file, never a partial ``path``. An
+    ``OSError`` (a full disk, say) names ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Final destination.
+    mode : {"w", "wb"}
+        Text or binary.
+    encoding : str, optional
+        Text encoding (ignored for binary mode).
+
+    Yields
+    ------
+    file object
+        Open for writing.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> with atomic_write(os.path.join(folder, "x.txt")) as handle:
+    ...     _ = handle.write("hello\\n")
+    >>> Path(folder, "x.txt").read_text()
+    'hello\\n'
+    """
+    with _temporary_beside(path, mode, encoding) as (handle, temporary):
+        yield handle
+    _rename(temporary, path)
+
+
+def write_all_or_none(contents: Mapping) -> None:
+    """Write several text files so that all of them appear, or none does.
+
+    Every text is first written to a temporary file in its destination's
+    folder and flushed to disk; only when all are written are they renamed
+    over their destinations. If anything fails part-way (a full disk, an
+    interrupt), every temporary file is removed, and so is every destination
+    this call had already renamed into place.
+
+    Parameters
+    ----------
+    contents : mapping of str or os.PathLike to str
+        Destination path -> its text (written as UTF-8, ``\\n`` line ends).
+
+    Raises
+    ------
+    OSError
+        With ``filename`` set to the destination being written or renamed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> write_all_or_none({folder / "a.txt": "1\\n", folder / "b.txt": "2\\n"})
+    >>> sorted(p.name for p in folder.iterdir())
+    ['a.txt', 'b.txt']
+    """
+    staged: list[tuple[Path, str]] = []
+    renamed: list[Path] = []
+    try:
+        for path, text in contents.items():
+            with _temporary_beside(path, "w", "utf-8") as (handle, temporary):
+                staged.append((Path(path), temporary))
+                handle.write(text)
+        for path, temporary in staged:
+            _rename(temporary, path)
+            renamed.append(path)
+    except BaseException:
+        for leftover in [temporary for _, temporary in staged] + renamed:
+            _discard(leftover)
+        raise
+
+
+@contextlib.contextmanager
+def _temporary_beside(path, mode: str, encoding: str | None):
+    """Yield ``(handle, temporary path)`` for a hidden file in ``path``'s folder.
+
+    On success the file is flushed, synced to disk and given the umask's
+    permissions, and left for the caller to rename; on failure it is removed.
+    """
+    if mode not in ("w", "wb"):
+        raise UsageError(f"mode must be 'w' or 'wb', got {mode!r}")
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    with _naming(path):
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".tmp", dir=folder
+        )
+    try:
+        with _naming(path):
+            if mode == "wb":
+                handle = os.fdopen(fd, "wb")
+            else:
+                handle = os.fdopen(fd, "w", encoding=encoding, newline="\n")
+            with handle:
+                yield handle, temporary
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temporary, 0o666 & ~_umask())
+    except BaseException:
+        _discard(temporary)
+        raise
+
+
+def _rename(temporary: str, path) -> None:
+    """Move a finished temporary file over ``path``; remove it if that fails."""
+    try:
+        with _naming(path):
+            os.replace(temporary, path)
+    except BaseException:
+        _discard(temporary)
+        raise
+
+
+def _discard(path) -> None:
+    """Remove ``path`` if it is there, quietly: the error being handled matters."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def _naming(path):
+    """Re-raise an ``OSError`` with ``filename`` set to ``path`` (not a temporary)."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror, str(path)) from error
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text(path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (see :func:`write_all_or_none`)."""
+    write_all_or_none({path: text})
+
+
+def format_json(obj) -> str:
+    """``obj`` as indented JSON text; NumPy scalars and arrays become plain values."""
+
+    def default(value):
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, Path):
+            return str(value)
+        raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
+
+    return json.dumps(obj, indent=2, default=default) + "\n"
+
+
+def write_json(path, obj) -> None:
+    """Write ``obj`` as indented JSON to ``path`` atomically (:func:`format_json`)."""
+    write_text(path, format_json(obj))
