@@ -170,37 +170,26 @@ def add_genotype_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True):
+def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True,
+                             stream: bool = False, in_memory_for=()):
     """Read and filter the genotypes named by :func:`add_genotype_arguments` flags.
 
-    Logs (INFO) the size read and what every filter removed.
+    One call of :func:`admixspec.io.reader.open_genotypes`, which logs (INFO)
+    the size read and what every filter removed. With ``stream``, genotypes
+    over half of ``--memory`` stay on disk (``run``); ``in_memory_for`` names
+    the flags that need them in memory.
 
     Returns
     -------
-    Genotypes
+    Genotypes or admixspec.io.streamed.StreamedGenotypes
     """
-    from .core.genotypes import filter_lines
-    from .io import read_genotypes
+    from .io.reader import open_genotypes
 
-    start = time.perf_counter()
-    genotypes = read_genotypes(
-        args.input,
-        keep=args.keep,
-        region=args.region,
-        maf=args.maf,
-        geno=args.geno,
-        mind=args.mind,
-        indep_pairwise=args.indep_pairwise,
-        check=check,
+    return open_genotypes(
+        args.input, memory_mib=getattr(args, "memory", None), stream=stream,
+        in_memory_for=in_memory_for, keep=args.keep, region=args.region, maf=args.maf,
+        geno=args.geno, mind=args.mind, indep_pairwise=args.indep_pairwise, check=check,
     )
-    for line in filter_lines(genotypes):
-        logger.info("%s", line)
-    logger.info(
-        "read %d individuals x %d SNPs from %s in %.1f s",
-        genotypes.n_individuals, genotypes.n_snps, args.input,
-        time.perf_counter() - start,
-    )
-    return genotypes
 
 
 def command_line(argv=None) -> str:
@@ -467,7 +456,7 @@ def _add_run_parser(subparsers) -> None:
         "chunks (default: everyone up to 5000 individuals, 5000 above: the spectral "
         "moments are N x N; give N >= the cohort size to fit everyone)",
     )
-    parser.set_defaults(runner=run_run)
+    parser.set_defaults(runner=run_fit)
 
 
 def _projection_p(args, genotypes):
@@ -493,28 +482,19 @@ def _supervised_labels(args, genotypes):
     return read_pop(pop_path, n_individuals=genotypes.n_individuals)
 
 
-def _reference_size(args: argparse.Namespace, n_individuals: int) -> int:
-    """``--reference-size``, or its default; everyone for --project/--supervised."""
-    from .fit.reference import DEFAULT_REFERENCE_SIZE
+def run_fit(args: argparse.Namespace) -> int:
+    """``admixspec run``: per K, one :func:`admixspec.fit_admixture` call, then its files.
 
-    fixed_mode = args.project is not None or args.supervised is not None
-    if args.reference_size is not None and fixed_mode:
-        raise UsageError("--reference-size cannot be combined with --project or "
-                         "--supervised")
-    if fixed_mode:
-        return max(n_individuals, 2)
-    return args.reference_size or DEFAULT_REFERENCE_SIZE
-
-
-def run_run(args: argparse.Namespace) -> int:
-    """Per K, one :func:`admixspec.fit_admixture` call, then its files.
-
-    With ``--scheduler``, on that Dask cluster (:func:`admixspec.backends.distributed.scheduler`).
+    With ``--scheduler``, on that Dask cluster
+    (:func:`admixspec.backends.distributed.scheduler`). The device is resolved
+    first, so ``--device cuda`` without a GPU fails before the input is read.
     """
+    from .backends import resolve_device
     from .backends.distributed import scheduler
     from .backends.distributed.cluster import device_with_scheduler
 
     args.device = device_with_scheduler(args.scheduler, args.device)
+    resolve_device(args.device)
     with scheduler(args.scheduler, threads=args.threads):
         return _fit_and_write(args)
 
@@ -539,77 +519,18 @@ def _add_memory_argument(group) -> None:
 
 def _read_for_run(args: argparse.Namespace):
     """``run``'s genotypes: in memory, or left on disk when ``--memory`` says they do not fit."""
-    from .core.filters import check_usable
-    from .core.genotypes import filter_lines
-    from .io.reader import input_shape, open_streamed, read_keep
-
-    shape = input_shape(args.input)
-    if shape is None:
-        if args.memory is not None:
-            logger.info("--memory: only a PLINK .bed or VCF Zarr store is streamed; "
-                        "reading %s into memory", args.input)
-        return read_genotypes_from_args(args)
-    budget, budget_text = _memory_budget(args.memory)
-    n_individuals, n_snps = shape
-    samples = None if args.keep is None else read_keep(args.keep)
-    n_individuals = n_individuals if samples is None else len(samples)
-    if n_individuals * n_snps <= budget / 2:
-        return read_genotypes_from_args(args)
-    in_memory_only = {"--indep-pairwise": args.indep_pairwise, "--cv": args.cv,
-                      "--bootstrap": args.bootstrap, "--project": args.project,
-                      "--supervised": args.supervised}
-    wanted = [flag for flag, value in in_memory_only.items() if value is not None]
-    if wanted:
-        raise UsageError(f"{', '.join(wanted)} need(s) the genotypes in memory, but "
-                         f"{n_individuals} x {n_snps} exceed half of {budget_text}; "
-                         "raise --memory")
-    start = time.perf_counter()
-    genotypes = open_streamed(args.input, memory_bytes=budget, samples=samples,
-                              region=args.region, maf=args.maf, geno=args.geno,
-                              mind=args.mind)
-    check_usable(genotypes)
-    for line in filter_lines(genotypes):
-        logger.info("%s", line)
-    chunks = genotypes.chunks
-    logger.info(
-        "streaming %d individuals x %d SNPs (%.0f MiB of int8 genotypes, more than half "
-        "of %s) from %s in %d chunks of up to %d SNPs; filtered in %.1f s",
-        genotypes.n_individuals, genotypes.n_snps,
-        genotypes.n_individuals * genotypes.n_snps / 2**20, budget_text, args.input,
-        len(chunks.bounds), chunks.chunk_snps, time.perf_counter() - start)
-    return genotypes
-
-
-def _memory_budget(memory_mib: int | None) -> tuple[float, str]:
-    """``--memory`` in bytes and in words; unset, half of physical memory, as PLINK's."""
-    if memory_mib is not None:
-        return memory_mib * 2.0**20, f"--memory {memory_mib} MiB"
-    budget = _physical_memory() / 2
-    return budget, (f"the default --memory {budget / 2**20:.0f} MiB, half of this "
-                    "machine's memory")
-
-
-def _physical_memory() -> int:
-    """This machine's memory in bytes."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def _reference_dosage(genotypes, reference, reference_size, seed):
-    """The reference's int8 genotypes (in memory; for streamed input, its SNP sample)."""
-    if hasattr(genotypes, "chunks"):
-        from .fit.reference import reference_sample
-
-        return reference_sample(genotypes, reference_size, seed=seed)[2]
-    if len(reference) == genotypes.n_individuals:
-        return genotypes.dosage
-    return genotypes.dosage[reference]
+    flags = {"--cv": args.cv, "--bootstrap": args.bootstrap, "--project": args.project,
+             "--supervised": args.supervised}
+    return read_genotypes_from_args(
+        args, stream=True,
+        in_memory_for=[flag for flag, value in flags.items() if value is not None])
 
 
 def _fit_and_write(args: argparse.Namespace) -> int:
-    """The fits of ``run`` and their output files."""
-    from .backends import default_device
+    """The fits of ``run`` (one :func:`admixspec.fit_admixture` call per K) and their files."""
     from .core.filters import check_K
-    from .fit.reference import fit_with_reference, reference_individuals
+    from .fit.admixture import fit_admixture
+    from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_dosage
     from .io import output_path
     from .io.admixture import format_matrix
     from .io.common import format_json, write_all_or_none
@@ -618,35 +539,34 @@ def _fit_and_write(args: argparse.Namespace) -> int:
 
     Ks = sorted(set(_flat(args.K)))
     genotypes = _read_for_run(args)
-    for K in Ks:
+    for K in Ks:  # every K, before the first fit
         check_K(K, genotypes.n_individuals)
     prefix = args.out or _default_prefix(args.input)
     if Path(prefix).parent != Path("."):
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    reference_size = _reference_size(args, genotypes.n_individuals)
-    reference = reference_individuals(genotypes.n_individuals, reference_size,
-                                      seed=args.seed)
-    # the hint's moments are individuals x individuals: the reference's only
-    hint = k_hint(_reference_dosage(genotypes, reference, reference_size, args.seed),
-                  seed=args.seed)
-    logger.info("Spectral K hint: %s", hint.describe())
     given = {
         "P": _projection_p(args, genotypes) if args.project else None,
         "labels": (None if args.supervised is None or args.project
                    else _supervised_labels(args, genotypes)),
     }
+    everyone = args.project is not None or args.supervised is not None
+    fitted = genotypes.n_individuals if everyone else (
+        args.reference_size or DEFAULT_REFERENCE_SIZE)
+    # the hint's moments are individuals x individuals: the reference's only
+    hint = k_hint(reference_dosage(genotypes, fitted, seed=args.seed), seed=args.seed)
+    logger.info("Spectral K hint: %s", hint.describe())
     provenance = {"command": command_line(args._argv), "seed": args.seed,
                   "source": args.input, "k_hint": hint}
     cv_errors = {}
     for K in Ks:
         start = time.perf_counter()
         logger.info("K=%d: fitting", K)
-        with default_device(args.device):
-            result = fit_with_reference(
-                genotypes, K, reference_size=reference_size, init=args.init,
-                seed=args.seed, refine=args.refine, tol=args.tol, max_iter=args.max_iter,
-                cv=args.cv, bootstrap=args.bootstrap, threads=args.threads, **given,
-            )
+        result = fit_admixture(
+            genotypes, K, reference_size=args.reference_size, init=args.init,
+            seed=args.seed, refine=args.refine, tol=args.tol, max_iter=args.max_iter,
+            cv=args.cv, bootstrap=args.bootstrap, threads=args.threads,
+            device=args.device, **given,
+        )
         lines = run_header(genotypes, **provenance) + result.log_lines
         files = {
             output_path(prefix, K, "Q"): format_matrix(result.Q, "Q"),
@@ -660,9 +580,9 @@ def _fit_and_write(args: argparse.Namespace) -> int:
             lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
         if result.cv is not None:
             cv_errors[K] = result.cv.error
-        if len(reference) < genotypes.n_individuals:  # its IDs, usable as --keep
+        if result.reference is not None:  # its IDs, usable as --keep
             files[output_path(prefix, K, "ref")] = "".join(
-                f"{sample}\n" for sample in genotypes.samples[reference])
+                f"{sample}\n" for sample in genotypes.samples[result.reference])
             lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
         seconds = time.perf_counter() - start
         lines.append(f"Elapsed: {seconds:.3f} sec")

@@ -15,7 +15,7 @@ ways:
     the default now).
 ``anchored-min1000``
     ``anchored`` with windows of fewer than 1,000 SNPs skipped (the default skips
-    those under 200: ``admixspec.fit.admixture._MIN_MOMENT_SNPS``).
+    those under 200: ``admixspec.fit.default.MIN_MOMENT_SNPS``).
 ``privacy-gated-x<i>``
     ``anchored``, then ``i`` chained privacy passes
     (:func:`admixspec.spectral.estimate.privacy_pass`: moment SNPs whose counted
@@ -53,7 +53,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realistic_suite import load_setting
 
-from admixspec.fit import admixture as model
+from admixspec import fit_admixture
+from admixspec.fit import default as model
 from admixspec.core.genotypes import allele_counts
 from admixspec.core.metrics import q_error
 from admixspec.spectral.estimate import (
@@ -81,17 +82,17 @@ SCAN_VARIANTS = {"window": (False, 0, None), "anchored": (True, 0, None),
 def spectral_q(dosage, *, anchor, privacy_passes=0, min_snps=None):
     """Q of the default spectral estimate with the scan's options set."""
     scan = functools.partial(spectral_scan, anchor=anchor, privacy_passes=privacy_passes)
-    floor = model._MIN_MOMENT_SNPS if min_snps is None else min_snps
+    floor = model.MIN_MOMENT_SNPS if min_snps is None else min_snps
     with mock.patch.object(model, "spectral_scan", scan), \
-            mock.patch.object(model, "_MIN_MOMENT_SNPS", floor):
-        return model.fit_admixture(dosage, K, refine=False, seed=SEED, threads=1).Q
+            mock.patch.object(model, "MIN_MOMENT_SNPS", floor):
+        return fit_admixture(dosage, K, refine=False, seed=SEED, threads=1).Q
 
 
 def forced_privacy_passes(dosage, Q, n_passes):
     """``n_passes`` chained :func:`privacy_pass` es from ``Q``, the last one kept."""
     m, n = dosage.shape
     rng = np.random.default_rng(SEED)
-    size = int(np.clip(model._SCORING_ENTRIES // m, 500, n))  # as the default's scan
+    size = int(np.clip(model.SCORING_ENTRIES // m, 500, n))  # as the default's scan
     sample = snp_sample(dosage, size, rng)
     rescore = snp_sample(dosage, min(n, 10 * size), rng)
     counts = allele_counts(dosage)

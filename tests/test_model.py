@@ -7,11 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import admixspec.fit.admixture as model
+import admixspec.fit.default as default_path
 from admixspec import InputError, UsageError, simulate_balding_nichols
 from admixspec.core.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
-from admixspec.fit.admixture import fit_admixture, rare_allele_share
+from admixspec.fit.admixture import fit_admixture
+from admixspec.fit.default import rare_allele_share
 from admixspec.fit.choice import EFFECT_THRESHOLD
 
 from .reference import simulate_structured
@@ -61,7 +62,7 @@ class TestFitAdmixture:
         np.testing.assert_array_equal(first.P, second.P)
 
     def test_no_spectral_candidates__falls_back_to_likelihood(self, monkeypatch):
-        monkeypatch.setattr(model, "spectral_scan", lambda *args, **kwargs: (None, []))
+        monkeypatch.setattr(default_path, "spectral_scan", lambda *args, **kwargs: (None, []))
         sim = simulate_balding_nichols(60, 3000, 2, fst=0.2, alpha=0.3, seed=6)
         result = fit_admixture(sim.genotypes, 2, seed=0)
         assert result.path == "ml-fallback"

@@ -9,10 +9,10 @@ import pytest
 
 from admixspec import UsageError, fit_admixture, simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.io import read_q, write_plink
+from admixspec.io import read_genotypes, read_q, write_p, write_plink
 from admixspec.core.metrics import match_components
 from admixspec.ml.project import project
-from admixspec.fit.reference import fit_with_reference, reference_individuals
+from admixspec.fit.reference import reference_individuals
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def cohort_fixture():
 
 @pytest.fixture(scope="module")
 def cohort_fit_fixture(cohort_fixture):
-    return fit_with_reference(cohort_fixture.genotypes, 3, reference_size=1000, seed=3)
+    return fit_admixture(cohort_fixture.genotypes, 3, reference_size=1000, seed=3)
 
 
 @pytest.fixture
@@ -44,9 +44,10 @@ class TestReferenceIndividuals:
         assert reference_individuals(5, 10, seed=0).tolist() == [0, 1, 2, 3, 4]
 
     @pytest.mark.parametrize("size", [1, 2.5, True])
-    def test_reference_individuals__bad_size(self, size):
-        with pytest.raises(UsageError, match="--reference-size must be an integer"):
-            reference_individuals(100, size)
+    def test_fit_admixture__bad_reference_size_is_a_usage_error(self, size):
+        G = simulate_balding_nichols(10, 50, 2, seed=1).genotypes
+        with pytest.raises(UsageError, match="reference_size must be an integer >= 2"):
+            fit_admixture(G, 2, reference_size=size)
 
 
 class TestFitWithReference:
@@ -70,7 +71,7 @@ class TestFitWithReference:
         rows = reference_individuals(2000, 1000, seed=3)
         alone = fit_admixture(cohort_fixture.genotypes.dosage[rows], 3, seed=3,
                               refine=False)
-        result = fit_with_reference(cohort_fixture.genotypes, 3, reference_size=1000,
+        result = fit_admixture(cohort_fixture.genotypes, 3, reference_size=1000,
                                     seed=3, refine=False)
         np.testing.assert_allclose(result.Q[rows], alone.Q, atol=1e-10)
         np.testing.assert_allclose(result.P, alone.P, atol=1e-10)
@@ -84,8 +85,8 @@ class TestFitWithReference:
     ):
         # converged tightly, so that chunks stopping at different iterations agree
         options = {"reference_size": 100, "seed": 1, "refine": False, "tol": 1e-9}
-        whole = fit_with_reference(small_fixture.genotypes, 2, **options)
-        chunked = fit_with_reference(small_fixture.genotypes, 2, chunk_size=7, **options)
+        whole = fit_admixture(small_fixture.genotypes, 2, **options)
+        chunked = fit_admixture(small_fixture.genotypes, 2, chunk_size=7, **options)
         np.testing.assert_allclose(chunked.Q, whole.Q, atol=1e-6)
         others = np.setdiff1d(np.arange(300), reference_individuals(300, 100, seed=1))
         direct = project(small_fixture.genotypes.dosage[others], whole.P, tol=1e-9)
@@ -93,7 +94,7 @@ class TestFitWithReference:
         assert len(chunked.diagnostics["reference"]["projection_iterations"]) == 29
 
     def test_fit_with_reference__log_and_loglik_cover_everyone(self, small_fixture):
-        result = fit_with_reference(small_fixture.genotypes, 2, reference_size=100,
+        result = fit_admixture(small_fixture.genotypes, 2, reference_size=100,
                                     seed=1)
         assert result.path.endswith("+projection")
         assert result.log_lines[-1] == f"Loglikelihood: {result.loglik:.6f}"
@@ -104,15 +105,15 @@ class TestFitWithReference:
     def test_fit_with_reference__reference_of_everyone_is_the_plain_fit(
         self, small_fixture
     ):
-        result = fit_with_reference(small_fixture.genotypes, 2, reference_size=300,
+        result = fit_admixture(small_fixture.genotypes, 2, reference_size=300,
                                     seed=1, refine=False)
         plain = fit_admixture(small_fixture.genotypes, 2, seed=1, refine=False)
         np.testing.assert_array_equal(result.Q, plain.Q)
-        assert "reference" not in result.diagnostics
+        assert "reference" not in result.diagnostics and result.reference is None
 
     def test_fit_with_reference__bad_chunk_size(self, small_fixture):
-        with pytest.raises(UsageError, match="chunk_size must be a positive integer"):
-            fit_with_reference(small_fixture.genotypes, 2, reference_size=100,
+        with pytest.raises(UsageError, match="chunk_size must be an integer >= 1"):
+            fit_admixture(small_fixture.genotypes, 2, reference_size=100,
                                chunk_size=0)
 
 
@@ -123,7 +124,7 @@ class TestCli:
         assert main(["run", str(tmp_path / "cohort.bed"), "-K", "2", "--seed", "1",
                      "--reference-size", "100", "--no-refine", "-C", "1e-9",
                      "--out", str(out)]) == 0
-        expected = fit_with_reference(small_fixture.genotypes, 2, reference_size=100,
+        expected = fit_admixture(small_fixture.genotypes, 2, reference_size=100,
                                       seed=1, refine=False, tol=1e-9)
         np.testing.assert_allclose(read_q(tmp_path / "out.2.Q"), expected.Q, atol=1e-5)
         ids = (tmp_path / "out.2.ref").read_text().split()
@@ -136,9 +137,11 @@ class TestCli:
     def test_run__reference_size_with_project_is_a_usage_error(self, small_fixture,
                                                                 tmp_path, capsys):
         write_plink(tmp_path / "cohort", small_fixture.genotypes)
+        n_snps = read_genotypes(tmp_path / "cohort.bed").n_snps  # as run filters them
+        write_p(tmp_path / "x.P", np.full((n_snps, 2), 0.5))
         code = main(["run", str(tmp_path / "cohort.bed"), "-K", "2", "--reference-size",
                      "100", "--project", str(tmp_path / "x.P"),
                      "--out", str(tmp_path / "o")])
         assert code == 2
-        assert "--reference-size cannot be combined with --project" in (
+        assert "(--reference-size) cannot be combined with projection" in (
             capsys.readouterr().err)

@@ -6,9 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from admixspec import fit_admixture, simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.io import read_q
 from admixspec.core.metrics import q_error
+from admixspec.io import read_genotypes, read_q, write_plink
+from admixspec.io.admixture import format_matrix
 
 from .conftest import DATA
 
@@ -82,3 +84,23 @@ class TestUsageErrors:
         status = main(["run", str(tmp_path / "none.bed"), "-K", "2"])
         assert status == 1
         assert "none" in capsys.readouterr().err
+
+
+class TestOnePath:
+    """``run`` is one :func:`admixspec.fit_admixture` call per K, at every size."""
+
+    @pytest.mark.slow  # two 5,000-individual spectral fits: 1-2 minutes
+    def test_above_the_default_reference_size__run_writes_fit_admixtures_bytes(
+            self, tmp_path):
+        # 6,000 individuals: more than the default reference of 5,000, so both
+        # fit a reference and project the other 1,000
+        sim = simulate_balding_nichols(6000, 300, 2, fst=0.2, alpha=0.5, seed=5)
+        write_plink(tmp_path / "cohort", sim.genotypes)
+        bed = str(tmp_path / "cohort.bed")
+        out = tmp_path / "run"
+        assert main(["run", bed, "-K", "2", "--seed", "3", "-j", "1", "-q",
+                     "--out", str(out)]) == 0
+        result = fit_admixture(read_genotypes(bed), 2, seed=3, threads=1)
+        assert result.path.endswith("+projection") and len(result.reference) == 5000
+        assert Path(f"{out}.2.Q").read_text() == format_matrix(result.Q, "Q")
+        assert Path(f"{out}.2.P").read_text() == format_matrix(result.P, "P")

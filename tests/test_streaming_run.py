@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.cli import _memory_budget, main
+from admixspec.cli import main
+from admixspec.io.reader import memory_budget
 from admixspec.io import read_q, write_plink
 from admixspec.core.metrics import q_error
 
@@ -86,12 +87,12 @@ def test_without_memory_a_bed_beyond_a_quarter_of_the_machine_is_streamed(cohort
                                                                         monkeypatch):
     # PLINK's default --memory is half of physical memory: on a machine of
     # 2 MiB, the 1.7 MiB matrix exceeds half of the 1 MiB default budget
-    monkeypatch.setattr("admixspec.cli._physical_memory", lambda: 2 * 2**20)
+    monkeypatch.setattr("admixspec.io.reader._physical_memory", lambda: 2 * 2**20)
     folder, _ = cohort
     _, record, log = _run(folder, "default_budget")
     assert record["diagnostics"]["streamed"]["chunks"] > 1
     assert "Streamed: 300 individuals x 6000 SNPs" in log
-    assert _memory_budget(None) == (2**20, "the default --memory 1 MiB, half of this "
+    assert memory_budget(None) == (2**20, "the default --memory 1 MiB, half of this "
                                            "machine's memory")
 
 

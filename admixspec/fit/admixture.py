@@ -1,264 +1,58 @@
-"""``fit_admixture``: the one entry point of every estimator.
+"""``fit_admixture``: the one entry point of every estimator, at every size.
 
-By default spectral first, likelihood where needed; ``method=`` selects plain
-maximum likelihood, the supervised fit or projection instead, so
-``admixspec run`` is one call of :func:`fit_admixture` per K.
+``admixspec run`` is one call of :func:`fit_admixture` per K, whatever the
+input's size and wherever it lives:
+
+* genotypes in memory with at most ``reference_size`` individuals are fitted
+  by the estimator ``method`` names (:func:`admixspec.fit.pipeline.fit_in_memory`);
+* a larger cohort in memory is fitted on a random reference of
+  ``reference_size`` individuals and everyone else is projected
+  (:func:`admixspec.fit.reference.fit_with_reference`);
+* genotypes left on disk (:func:`admixspec.io.reader.open_genotypes` streams
+  what exceeds the memory budget) get the same reference fit on the SNPs that
+  fit in memory, then streamed passes (:func:`admixspec.fit.reference.fit_streamed`);
+* the likelihood passes run on the CPU, a GPU (``device``) or a Dask cluster
+  (inside :func:`admixspec.backends.distributed.use_client`).
 
 Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
-
-``single-population``
-    ``K = 1``: Q is all ones and P the sample allele frequencies, the exact
-    maximum-likelihood answer.
-``spectral``
-    The spectral estimate (:mod:`admixspec.spectral.estimate`) with P re-estimated by
-    maximum likelihood given Q on all SNPs.
-``spectral+ml``
-    The spectral estimate refined by maximising ADMIXTURE's likelihood
-    (:func:`admixspec.ml.refine.fit_ml`) from it.
-``ml-fallback``
-    The spectral candidates were insufficient (fewer than K, or a rank-
-    deficient moment matrix): maximum likelihood from the SVD start, with the
-    reason in ``diagnostics["fallback_reason"]``.
-``ml-svd``, ``ml-random``
-    ``method="ml"``: maximum likelihood from that start.
-``supervised``
-    ``method="supervised"``: ADMIXTURE's supervised fit
-    (:func:`admixspec.ml.project.fit_supervised`).
-``projection``
-    ``method="projection"``: Q by maximum likelihood with P fixed
-    (:func:`admixspec.ml.project.project`).
-
-Refinement with ``refine="auto"`` is decided by held-out-individual
-likelihood (:func:`admixspec.fit.choice.choose_estimator`).
+``single-population``, ``spectral``, ``spectral+ml`` and ``ml-fallback`` for
+the default (:mod:`admixspec.fit.default`); ``ml-svd`` and ``ml-random`` for
+``method="ml"``; ``supervised``; ``projection``; a reference fit adds
+``+projection``, a streamed one ``+streamed``.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass, field
 
-import numpy as np
-
-from .._version import __version__
 from ..backends import default_device
 from ..core.exceptions import UsageError
 from ..core.filters import check_K
-from ..core.frequencies import least_squares_p
-from ..core.genotypes import allele_counts, check_dosage, minor_allele_counts
-from ..core.parameters import P_MAX, P_MIN
-from ..core.result import FitResult
-from ..ml.bootstrap import BootstrapResult
-from ..ml.bootstrap import bootstrap as bootstrap_q
-from ..ml.crossval import CVResult, cross_validate, format_cv
-from ..ml.likelihood import loglikelihood
-from ..ml.project import fit_supervised, maximize_p, project
-from ..ml.refine import fit_ml, format_iteration
-from ..spectral.estimate import DEFAULT_WINDOWS, snp_sample, spectral_scan
-from .choice import choose_estimator
+from ..core.validation import Dosage, Interval, Options, validate_params
+from ..spectral.estimate import DEFAULT_WINDOWS
+from .pipeline import FitOptions, fit_in_memory
+from .reference import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_REFERENCE_SIZE,
+    fit_streamed,
+    fit_with_reference,
+)
+from .result import AdmixtureResult
 
-__all__ = [
-    "AdmixtureResult",
-    "METHODS",
-    "fit_admixture",
-    "rare_allele_share",
-]
+__all__ = ["METHODS", "ML_INITS", "AdmixtureResult", "fit_admixture"]
 
 logger = logging.getLogger("admixspec")
-
-#: Entries (individuals x SNPs) in the likelihood scoring sample of the search.
-_SCORING_ENTRIES = 200_000
-#: Fewest moment SNPs before the rarity window is widened. 1,000 rather than 200:
-#: on one Balding-Nichols replicate of the realistic suite a 253-SNP window's
-#: noise looked decomposable and won the scan (Q error 0.205; 0.087 with this
-#: floor), and no other of its 55 data sets changed (benchmarks/spectral_second_pass.py).
-_MIN_MOMENT_SNPS = 1000
-
-
-@dataclass
-class AdmixtureResult(FitResult):
-    """Estimated ancestry of one K, as ``admixspec run`` reports it.
-
-    The :class:`~admixspec.core.result.FitResult` fields (Q, P, loglik, n_iter,
-    converged, history, timings, diagnostics) and:
-
-    Attributes
-    ----------
-    path : str
-        Which estimator produced Q (see the module docstring).
-    log_lines : list of str
-        The fit's lines of ``PREFIX.K.log``, in order: EM iterations, the
-        estimator and its reasons, the log-likelihood, the CV error and
-        bootstrap (when asked for); :meth:`format_log` joins them.
-    cv : admixspec.ml.crossval.CVResult or None
-        Cross-validation error, when ``cv`` was asked for.
-    bootstrap : admixspec.ml.bootstrap.BootstrapResult or None
-        Bootstrap standard errors and bias of Q, when asked for.
-    """
-
-    path: str = ""
-    log_lines: list = field(default_factory=list)
-    cv: CVResult | None = None
-    bootstrap: BootstrapResult | None = None
-
-    def format_log(self) -> str:
-        """The fit's log text, one line per entry of :attr:`log_lines`."""
-        return "".join(f"{line}\n" for line in self.log_lines)
-
-    def record(self) -> dict:
-        """JSON-ready facts of the fit (the body of ``PREFIX.K.json``)."""
-        record = {
-            "path": self.path, "loglik": float(self.loglik), "n_iter": int(self.n_iter),
-            "converged": bool(self.converged), "timings": self.timings,
-            "diagnostics": self.diagnostics,
-        }
-        if self.cv is not None:
-            record["cv_error"] = float(self.cv.error)
-            record["cv_fold_errors"] = self.cv.fold_errors.tolist()
-        return record
-
-
-def rare_allele_share(dosage, *, counts=None) -> float:
-    """Share of polymorphic SNPs whose sample minor-allele frequency is <= 5%.
-
-    The spectral estimator is exact when counted alleles are private to one
-    population, and rare alleles are its source of private alleles. Sequence
-    data and coalescent simulations are rich in them (measured: 0.57-0.59 on
-    msprime data of the paper's setting and on ``data/``); genotyping arrays
-    and Balding-Nichols simulations are not (HapMap3 0.12, 1000 Genomes
-    thinned array 0.03, Balding-Nichols 0.04-0.11).
-
-    Parameters
-    ----------
-    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
-    counts : tuple of numpy.ndarray, optional
-        :func:`admixspec.core.genotypes.allele_counts` of ``dosage``, if already computed.
-
-    Returns
-    -------
-    float
-    """
-    counted, observed = allele_counts(dosage) if counts is None else counts
-    minor = minor_allele_counts(counted, observed)
-    polymorphic = minor > 0
-    if not np.any(polymorphic):
-        return 0.0
-    return float(np.mean(minor[polymorphic] <= 0.05 * observed[polymorphic]))
-
-
-def _single_population(counts, n_individuals):
-    counted, observed = counts
-    frequency = counted / np.maximum(observed, 1)
-    P = np.clip(frequency, P_MIN, P_MAX)[:, None]
-    Q = np.ones((n_individuals, 1))
-    return Q, P
-
-
-def _model_fill(G, Q):
-    """Imputation of missing calls by the model's expected frequency ``(Q P^T)_ij``.
-
-    Given the ancestral frequencies, individuals are independent, so an
-    imputed entry's expectation equals the missing entry's: off-diagonal
-    moments stay unbiased (mean imputation pulls them towards the average
-    individual).
-    """
-    P = least_squares_p(G, Q)
-
-    def fill(columns):
-        return np.clip(Q @ P[columns].T, 0.0, 1.0)
-
-    return fill
-
-
-def _spectral(G, K, *, counts, windows, n_starts, seed, timings, diagnostics):
-    """Run the window scan; return Q or None (with the reason in diagnostics).
-
-    With missing genotypes the scan runs twice: first with each missing call
-    imputed by its SNP's mean frequency, then by the first estimate's model
-    (:func:`_model_fill`).
-    """
-    rng = np.random.default_rng(seed)
-    m, n = G.shape
-    clock = time.perf_counter()
-    size = int(np.clip(_SCORING_ENTRIES // m, 500, n))
-    sample = snp_sample(G, size, rng)
-    rescore = snp_sample(G, min(n, 10 * size), rng)
-
-    def scan(fill=None):
-        return spectral_scan(
-            G, K, sample=sample, rescore_sample=rescore, windows=windows, fill=fill,
-            counts=counts,
-            min_snps=min(_MIN_MOMENT_SNPS, max(2 * K, n // 10)), n_starts=n_starts,
-            seed=seed, progress=logger.info,
-        )
-
-    best, scan_log = scan()
-    if best is not None and best.Q is not None and np.any(G < 0):
-        logger.info("missing genotypes: rescanning with model-based imputation")
-        diagnostics["missing_imputation"] = "model (Q P^T of a first pass)"
-        best, scan_log = scan(_model_fill(G, best.Q))
-    timings["spectral"] = time.perf_counter() - clock
-    diagnostics["windows"] = scan_log
-    if best is None:
-        diagnostics["fallback_reason"] = "no rarity window gave a usable whitened tensor"
-        return None
-    diagnostics.update(best.details)
-    diagnostics["moment_snps"] = int(best.n_moment_snps)
-    diagnostics["eigenpairs"] = int(len(best.eigen.values))
-    diagnostics["stable_eigenpairs"] = int(np.sum(best.eigen.stable))
-    diagnostics["candidates"] = int(len(best.candidates))
-    if best.search is None:
-        diagnostics["fallback_reason"] = (
-            f"the whitened tensor gave {len(best.candidates)} usable candidates, "
-            f"fewer than K={K}"
-        )
-        return None
-    diagnostics["subsets"] = int(best.search.n_subsets)
-    diagnostics["near_feasible_subsets"] = int(best.search.n_feasible)
-    diagnostics["search_strategy"] = best.search.strategy
-    diagnostics["infeasibility"] = float(best.search.infeasibility)
-    return best.Q
-
 
 #: Estimators :func:`fit_admixture` dispatches to (``"auto"`` picks one).
 METHODS = ("auto", "spectral", "ml", "supervised", "projection")
 #: Starts of plain maximum likelihood (``method="ml"``).
 ML_INITS = ("svd", "random")
-
-
-class _FitLog:
-    """Collects a fit's log lines; records EM iterations and forwards them."""
-
-    def __init__(self, callback=None):
-        self.lines: list[str] = []
-        self.history: list = []
-        self._callback = callback
-
-    def add(self, line: str) -> None:
-        self.lines.append(line)
-        logger.info("%s", line)
-
-    def iteration(self, info) -> None:
-        # the engine itself logs each iteration; only record it here
-        self.history.append(info)
-        self.lines.append(format_iteration(info))
-        if self._callback is not None:
-            self._callback(info)
-
-    def convergence(self, n_iter: int, converged: bool) -> None:
-        if n_iter:
-            self.add(
-                f"Converged in {n_iter} iterations" if converged else
-                f"Not converged: stopped at the iteration limit ({n_iter} iterations)"
-            )
+#: What a fit of genotypes streamed from disk cannot do (they need them in memory).
+_IN_MEMORY_ONLY = ("cv", "bootstrap", "P", "labels")
 
 
 def _resolve_method(method, init, labels, P):
     """The estimator to run and the ML start, checked against what was given."""
-    if method not in METHODS:
-        raise UsageError(f"method must be one of {METHODS}, got {method!r}")
-    if init not in (None, "spectral", *ML_INITS):
-        raise UsageError(f"init must be 'spectral', 'svd' or 'random', got {init!r}")
     if method == "auto":
         method = ("projection" if P is not None else "supervised" if labels is not None
                   else "ml" if init in ML_INITS else "spectral")
@@ -281,172 +75,29 @@ def _resolve_method(method, init, labels, P):
     return method, init
 
 
-def _fit_projection(G, K, P, *, tol, max_iter, threads, log):
-    P = np.clip(np.array(P, dtype=np.float64, ndmin=2), P_MIN, P_MAX)
-    if P.shape[1] != K:
-        raise UsageError(f"P has {P.shape[1]} columns (components) but K={K}")
-    Q = project(G, P, tol=tol, max_iter=max_iter, threads=threads,
-                callback=log.iteration)
-    log.add("Estimator: projection onto fixed P")
-    n_iter = len(log.history)
-    # project() warns when it stops at max_iter; it returns Q only
-    log.convergence(n_iter, n_iter < max_iter)
-    return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads), n_iter,
-                           n_iter < max_iter, path="projection")
+def _check_streamed(options: FitOptions) -> None:
+    wanted = [name for name in _IN_MEMORY_ONLY
+              if getattr(options, name) is not None and getattr(options, name) is not False]
+    if wanted:
+        raise UsageError(f"{', '.join(wanted)}: not available when the genotypes are "
+                         "streamed from disk; raise --memory")
 
 
-def _fit_supervised(G, K, labels, *, tol, max_iter, seed, threads, log):
-    fit = fit_supervised(G, K, labels, tol=tol, max_iter=max_iter, seed=seed,
-                         threads=threads, callback=log.iteration)
-    log.add(f"Estimator: supervised maximum likelihood, references {fit.populations}")
-    log.convergence(fit.n_iter, fit.converged)
-    return AdmixtureResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged,
-                           timings=dict(fit.timings), path="supervised",
-                           diagnostics={"populations": list(fit.populations)})
-
-
-def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
-    fit = fit_ml(G, K, init=init, tol=tol, max_iter=max_iter, seed=seed,
-                 threads=threads, callback=log.iteration)
-    log.add(f"Estimator: maximum likelihood from a {init} start")
-    log.convergence(fit.n_iter, fit.converged)
-    return AdmixtureResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged,
-                           timings=dict(fit.timings), path=f"ml-{init}",
-                           diagnostics={"data_passes": float(fit.n_passes)})
-
-
-def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, log,
-                    timings, diagnostics):
-    """Keep the spectral Q (P given Q) or maximise the likelihood from it.
-
-    Returns ``(path, ml, P, loglik)``: ``ml`` is the :class:`MLResult` of a
-    refinement (then ``P`` and ``loglik`` are None), else None.
-    """
-    diagnostics["rare_allele_share"] = rare_allele_share(G, counts=counts)
-    decision, reason = refine, "requested"
-    starts = {"spectral estimate": (Q, None)}
-    if refine == "auto":
-        clock = time.perf_counter()
-        choice = choose_estimator(
-            G, Q, lambda G_part, Q_part: maximize_p(G_part, Q_part, threads=threads).P,
-            seed=seed, tol=tol, max_iter=max_iter, threads=threads)
-        timings["selection"] = time.perf_counter() - clock
-        decision, reason = choice.estimator == "spectral+ml", choice.reason
-        diagnostics["selection"] = choice.evidence
-        if choice.ml_start is not None:
-            starts["training fit"] = choice.ml_start
-    diagnostics["refine"] = bool(decision)
-    diagnostics["refine_reason"] = reason
-    logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
-    if decision:
-        ml = _best_ml_fit(G, K, starts, tol=tol, max_iter=max_iter, seed=seed,
-                          threads=threads, log=log, diagnostics=diagnostics)
-        return "spectral+ml", ml, None, None
-    clock = time.perf_counter()
-    P, loglik, n_p = maximize_p(G, Q, threads=threads)
-    timings["p_given_q"] = time.perf_counter() - clock
-    diagnostics["p_iterations"] = int(n_p)
-    return "spectral", None, P, loglik
-
-
-def _best_ml_fit(G, K, starts, *, tol, max_iter, seed, threads, log, diagnostics):
-    """Maximum likelihood from each start; the fit with the highest log-likelihood.
-
-    ``starts`` maps a name to ``(Q0, P0)``. When the default chose ML there are
-    two: the spectral estimate (``--refine``'s start) and the selection's
-    training fit (its P, with the held-out individuals projected onto it),
-    which starts near an optimum and so costs a few iterations. They can reach
-    different local maxima: on the HapMap3 tutorial data at K = 4 and 5 the
-    training fit's is higher than ADMIXTURE's own and the spectral start's
-    lower; on the realistic suite's American setting the spectral start's was
-    higher by a few units. Ties keep the first.
-    """
-    fits = {name: fit_ml(G, K, Q0=Q0, P0=P0, tol=tol, max_iter=max_iter, seed=seed,
-                         callback=log.iteration, threads=threads)
-            for name, (Q0, P0) in starts.items()}
-    logliks = {name: fit.loglik if np.isfinite(fit.loglik)
-               else loglikelihood(G, fit.Q, fit.P, threads=threads)
-               for name, fit in fits.items()}
-    best = max(logliks, key=logliks.get)
-    if len(fits) > 1:
-        diagnostics["ml_starts"] = logliks
-        diagnostics["ml_start"] = best
-        log.add("ML starts: " + "; ".join(f"{name} {value:.6f}"
-                                          for name, value in logliks.items())
-                + f"; kept the {best}'s")
-    return fits[best]
-
-
-def _log_spectral(log, path, diagnostics):
-    d = diagnostics
-    log.add(f"Estimator: {path}")
-    if "eigenpairs" in d:
-        log.add(
-            f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
-            f"{d['max_frequency']:g}), {d['eigenpairs']} eigenpairs "
-            f"({d['stable_eigenpairs']} Newton-stable), {d['local_maxima']} local "
-            "maxima, "
-            f"{d['candidates']} candidates, {d['subsets']} subsets searched"
-        )
-    for key in ("refine_reason", "fallback_reason"):
-        if key in d:
-            log.add(f"{key.replace('_', ' ').capitalize()}: {d[key]}")
-
-
-def _fit_spectral_path(G, K, *, refine, tol, max_iter, seed, windows, n_starts,
-                       threads, log):
-    """The default pipeline: spectral estimate, then maybe maximum likelihood."""
-    timings: dict = {}
-    diagnostics: dict = {"version": __version__}
-    counts = allele_counts(G)  # one pass, shared by every stage below
-    if K == 1:
-        Q, P = _single_population(counts, G.shape[0])
-        log.add("Estimator: single-population")
-        return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads),
-                               timings=timings, diagnostics=diagnostics,
-                               path="single-population")
-    Q = _spectral(G, K, counts=counts, windows=windows, n_starts=n_starts,
-                  seed=seed, timings=timings, diagnostics=diagnostics)
-    if Q is None:
-        logger.warning("spectral estimate unavailable (%s); maximum likelihood from the "
-                       "SVD start", diagnostics["fallback_reason"])
-        path, P, loglik = "ml-fallback", None, None
-        ml = fit_ml(G, K, init="svd", tol=tol, max_iter=max_iter, seed=seed,
-                    callback=log.iteration, threads=threads)
-    else:
-        path, ml, P, loglik = _choose_and_fit(
-            G, K, Q, counts=counts, refine=refine, tol=tol, max_iter=max_iter,
-            seed=seed, threads=threads, log=log, timings=timings,
-            diagnostics=diagnostics,
-        )
-    n_iter, converged = 0, True
-    if ml is not None:
-        Q, P, loglik, n_iter, converged = ml.Q, ml.P, ml.loglik, ml.n_iter, ml.converged
-        if not np.isfinite(loglik):  # the engine's record of an unfinished fit
-            loglik = loglikelihood(G, Q, P, threads=threads)
-        timings["likelihood"] = float(ml.timings.get("total", 0.0))
-    _log_spectral(log, path, diagnostics)
-    log.convergence(n_iter, converged)
-    return AdmixtureResult(Q, P, float(loglik), n_iter, converged, timings=timings,
-                           diagnostics=diagnostics, path=path)
-
-
-def _add_cv(result, G, folds, *, seed, threads, log):
-    clock = time.perf_counter()
-    result.cv = cross_validate(G, result.K, folds=folds, seed=seed,
-                               start=(result.Q, result.P), threads=threads)
-    result.timings["cv"] = time.perf_counter() - clock
-    log.add(format_cv(result.K, result.cv))
-
-
-def _add_bootstrap(result, G, replicates, *, seed, threads, log):
-    clock = time.perf_counter()
-    result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
-                                   n_replicates=replicates, seed=seed, threads=threads)
-    result.timings["bootstrap"] = time.perf_counter() - clock
-    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs")
-
-
+@validate_params({
+    "genotypes": Dosage(streamed=True),
+    "K": Interval(int, 1),
+    "method": Options(*METHODS),
+    "init": Options(None, "spectral", *ML_INITS),
+    "refine": Options("auto", True, False),
+    "tol": Interval(float, 0, closed="neither"),
+    "max_iter": Interval(int, 1),
+    "cv": Interval(int, 1, allow_none=True),
+    "bootstrap": Interval(int, 1, allow_none=True),
+    "threads": Interval(int, 1, allow_none=True),
+    "device": Options(None, "auto", "cpu", "cuda"),
+    "reference_size": Interval(int, 2, allow_none=True),
+    "chunk_size": Interval(int, 1),
+})
 def fit_admixture(
     genotypes,
     K: int,
@@ -466,17 +117,21 @@ def fit_admixture(
     threads: int | None = None,
     callback=None,
     device: str | None = None,
+    reference_size: int | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> AdmixtureResult:
     """Estimate ancestry proportions Q and ancestral frequencies P.
 
     The single entry point of every estimator: ``admixspec run`` makes one
     call of it per K, so a script gets the same Q, P, log-likelihood and log
-    text (:meth:`AdmixtureResult.format_log`) as the command line.
+    text (:meth:`AdmixtureResult.format_log`) as the command line, at any size.
 
     Parameters
     ----------
-    genotypes : Genotypes or array_like, int8, shape (n_individuals, n_snps)
-        Copies of the counted allele (0/1/2), -1 for missing.
+    genotypes : Genotypes, array_like or StreamedGenotypes
+        Copies of the counted allele (0/1/2), -1 for missing, shape
+        (n_individuals, n_snps); or genotypes left on disk
+        (:func:`admixspec.io.reader.open_genotypes`), fitted by streaming.
     K : int
         Number of ancestral populations, ``1 <= K < n_individuals``.
     method : {"auto", "spectral", "ml", "supervised", "projection"}
@@ -497,18 +152,17 @@ def fit_admixture(
     P : array_like, float, shape (n_snps, K), optional
         Fixed allele frequencies for projection (e.g. a reference ``.P``).
     seed : int, optional
-        Seed for every random choice (eigenpair starts, SNP samples, EM
-        mini-batches, CV folds, bootstrap resamples); the same seed gives the
+        Seed for every random choice (the reference draw, eigenpair starts,
+        SNP samples, CV folds, bootstrap resamples); the same seed gives the
         same output.
     refine : {"auto", True, False}
         Spectral method only: maximise the likelihood from the spectral
-        estimate always (True), never (False), or when ML's allele
-        frequencies predict held-out individuals significantly better than
-        the spectral ones ("auto", :func:`admixspec.fit.choice.choose_estimator`).
+        estimate always (True), never (False), or as the data say ("auto",
+        :func:`admixspec.fit.choice.choose_estimator`).
     tol : float
-        Log-likelihood change that stops EM (ADMIXTURE's ``-C``).
+        Log-likelihood change that stops maximum likelihood (ADMIXTURE's ``-C``).
     max_iter : int
-        EM iteration limit.
+        Iteration limit of maximum likelihood.
     cv : int, optional
         Folds of cross-validation to run on the fit (``--cv``).
     bootstrap : int, optional
@@ -521,13 +175,22 @@ def fit_admixture(
     threads : int, optional
         Threads for the likelihood kernels and BLAS.
     callback : callable, optional
-        Receives each EM iteration's record (see
+        Receives each maximum-likelihood iteration's record (see
         :class:`admixspec.ml.refine.IterationInfo`).
     device : {"auto", "cpu", "cuda"}, optional
         Where the maximum-likelihood fits (refinement, plain ML, supervised,
         projection, CV, bootstrap) run their likelihood passes (see
-        :func:`admixspec.backends.gpu.default_device`); the spectral stage stays on the
-        CPU. Default: ``"auto"``.
+        :func:`admixspec.backends.default_device`); the spectral stage stays
+        on the CPU. Default: the device an enclosing block set, else ``"auto"``.
+    reference_size : int, optional
+        Cohorts of more individuals are fitted on a random reference of this
+        many (seeded by ``seed``; ``AdmixtureResult.reference`` holds its
+        rows) and everyone else is projected onto its P (``--reference-size``;
+        :mod:`admixspec.fit.reference`); at least 2. Default
+        :data:`~admixspec.fit.reference.DEFAULT_REFERENCE_SIZE` (5,000).
+        Projection and supervised fits use everyone, and take none.
+    chunk_size : int
+        Individuals projected at once onto a reference's P.
 
     Returns
     -------
@@ -536,8 +199,11 @@ def fit_admixture(
     Raises
     ------
     UsageError
-        An unknown ``method``/``init``/``refine``, a method without the input
-        it needs (``P``, ``labels``), or an input it does not use.
+        An argument outside its range, a method without the input it needs
+        (``P``, ``labels``) or with one it does not use, or cross-validation,
+        bootstrap, projection or supervised fits of genotypes streamed from disk.
+    InputError
+        Genotypes that are not 0, 1, 2 or -1, or too few individuals for K.
 
     Examples
     --------
@@ -548,33 +214,37 @@ def fit_admixture(
     ((40, 2), True)
     >>> result.log_lines[-1] == f"Loglikelihood: {result.loglik:.6f}"
     True
+
+    A cohort larger than ``reference_size`` is fitted on a reference and
+    projected:
+
+    >>> sim = simulate_balding_nichols(300, 3000, 2, fst=0.2, alpha=0.5, seed=2)
+    >>> result = fit_admixture(sim.genotypes, 2, reference_size=100, seed=1)
+    >>> result.Q.shape, result.path.endswith("+projection"), len(result.reference)
+    ((300, 2), True, 100)
+    >>> bool(q_error(sim.Q, result.Q) < 0.05)
+    True
     """
-    if refine not in ("auto", True, False):
-        raise UsageError(f"refine must be 'auto', True or False, got {refine!r}")
     method, init = _resolve_method(method, init, labels, P)
-    G = check_dosage(genotypes)
-    check_K(K, G.shape[0])
-    K = int(K)
-    start = time.perf_counter()
-    log = _FitLog(callback)
-    common = {"tol": tol, "max_iter": max_iter, "threads": threads, "log": log}
-    with default_device(device):  # every fit_ml below, CV and bootstrap included
-        if method == "projection":
-            result = _fit_projection(G, K, P, **common)
-        elif method == "supervised":
-            result = _fit_supervised(G, K, labels, seed=seed, **common)
-        elif method == "ml":
-            result = _fit_plain_ml(G, K, init, seed=seed, **common)
-        else:
-            result = _fit_spectral_path(G, K, refine=refine, seed=seed, windows=windows,
-                                        n_starts=n_starts, **common)
-        logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path,
-                    result.loglik)
-        log.add(f"Loglikelihood: {result.loglik:.6f}")
-        if cv:
-            _add_cv(result, G, cv, seed=seed, threads=threads, log=log)
-        if bootstrap:
-            _add_bootstrap(result, G, bootstrap, seed=seed, threads=threads, log=log)
-    result.history, result.log_lines = log.history, log.lines
-    result.timings["total"] = time.perf_counter() - start
-    return result
+    streamed = hasattr(genotypes, "chunks")
+    n_individuals = genotypes.n_individuals if streamed else genotypes.shape[0]
+    check_K(K, n_individuals)
+    options = FitOptions(method=method, init=init, labels=labels, P=P, seed=seed,
+                         refine=refine, tol=tol, max_iter=max_iter, cv=cv,
+                         bootstrap=bootstrap, windows=windows, n_starts=n_starts,
+                         threads=threads, callback=callback)
+    everyone = method in ("projection", "supervised")
+    if everyone and reference_size is not None:
+        raise UsageError("a reference (--reference-size) cannot be combined with "
+                         "projection or supervised fits (--project, --supervised), "
+                         "which fit everyone")
+    reference_size = reference_size or DEFAULT_REFERENCE_SIZE
+    with default_device(device):  # every fit below, CV and bootstrap included
+        if streamed:
+            _check_streamed(options)
+            return fit_streamed(genotypes, K, reference_size=reference_size,
+                                chunk_size=chunk_size, options=options)
+        if everyone or n_individuals <= reference_size:
+            return fit_in_memory(genotypes, K, options)
+        return fit_with_reference(genotypes, K, reference_size=reference_size,
+                                  chunk_size=chunk_size, options=options)

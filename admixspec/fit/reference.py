@@ -2,12 +2,15 @@
 
 The spectral stage forms individuals x individuals moments, so its memory
 and time grow with the square of the number of individuals. For cohorts
-beyond a few thousand people :func:`fit_with_reference` fits Q and P on a
-random *reference* of ``reference_size`` individuals (any estimator of
-:func:`admixspec.fit_admixture`), then estimates every other individual's Q
-with that P fixed (ADMIXTURE's projection, :func:`admixspec.ml.project.project`),
-one chunk of individuals at a time. Given P individuals are independent, so
-the projected Q of one person does not depend on who else is projected.
+beyond a few thousand people :func:`admixspec.fit_admixture` fits Q and P on
+a random *reference* of ``reference_size`` individuals (any of its
+estimators), then estimates every other individual's Q with that P fixed
+(ADMIXTURE's projection, :func:`admixspec.ml.project.project`), one chunk of
+individuals at a time. Given P individuals are independent, so the projected
+Q of one person does not depend on who else is projected.
+
+:func:`fit_with_reference` does this in memory, :func:`fit_streamed` for
+genotypes left on disk (``run --memory``).
 """
 
 from __future__ import annotations
@@ -19,20 +22,21 @@ import time
 import numpy as np
 
 from ..core.exceptions import UsageError
-from ..core.genotypes import check_dosage
 from ..core.threads import thread_limit
 from ..ml.likelihood import Engine, loglikelihood
 from ..ml.project import maximize_p, project
 from ..ml.refine import accelerated_em, format_iteration
-from .admixture import AdmixtureResult, fit_admixture
+from .pipeline import FitOptions, fit_in_memory
+from .result import AdmixtureResult
 
 __all__ = [
+    "DEFAULT_CHUNK_SIZE",
     "DEFAULT_REFERENCE_SIZE",
     "REFERENCE_RULE",
     "fit_streamed",
     "fit_with_reference",
+    "reference_dosage",
     "reference_individuals",
-    "reference_sample",
 ]
 
 logger = logging.getLogger("admixspec")
@@ -71,14 +75,69 @@ def reference_individuals(n_individuals: int, size: int, *, seed=None) -> np.nda
     >>> reference_individuals(10, 3, seed=1).tolist()
     [3, 4, 7]
     """
-    if isinstance(size, bool) or int(size) != size or size < 2:
-        raise UsageError(
-            f"--reference-size must be an integer of at least 2, got {size!r}")
     if size >= n_individuals:
         return np.arange(n_individuals, dtype=np.int64)
     rng = np.random.default_rng(seed)
     rows = rng.choice(n_individuals, size=int(size), replace=False)
     return np.sort(rows).astype(np.int64)
+
+
+def reference_sample(genotypes, reference_size: int, *, seed=None):
+    """The reference individuals and the SNPs of their in-memory fit, read from disk.
+
+    The reference's int8 genotypes may take half of ``genotypes.memory_bytes``:
+    all kept SNPs when they fit, else a random subset (``seed``) of as many
+    as fit, in file order. The sample is read once per run: the file keeps it
+    (:meth:`admixspec.io.streamed.StreamedGenotypes.read`) for every K.
+
+    Parameters
+    ----------
+    genotypes : admixspec.io.streamed.StreamedGenotypes
+    reference_size : int
+    seed : int, optional
+
+    Returns
+    -------
+    rows : numpy.ndarray, int64
+        Reference individuals (:func:`reference_individuals`).
+    snps : numpy.ndarray, int64
+        Positions of the SNPs read, increasing.
+    G : numpy.ndarray, int8, shape (len(rows), len(snps))
+    """
+    source = genotypes.chunks
+    rows = reference_individuals(source.n_individuals, reference_size, seed=seed)
+    fit_snps = int(genotypes.memory_bytes / 2 // len(rows))
+    snps = np.arange(source.n_snps, dtype=np.int64)
+    if fit_snps < source.n_snps:
+        rng = np.random.default_rng(seed)
+        snps = np.sort(rng.choice(source.n_snps, max(fit_snps, 64), replace=False))
+    return rows, snps, genotypes.read(rows=rows, columns=snps)
+
+
+def reference_dosage(genotypes, reference_size: int, *, seed=None) -> np.ndarray:
+    """The int8 genotypes a fit of ``reference_size`` individuals would fit in memory.
+
+    The cohort's own matrix when it has at most ``reference_size``
+    individuals, else the reference's rows (:func:`reference_individuals`);
+    for genotypes left on disk, the reference's sample (:func:`reference_sample`).
+    What the run's spectral hint for K is computed on.
+
+    Parameters
+    ----------
+    genotypes : Genotypes or admixspec.io.streamed.StreamedGenotypes
+    reference_size : int
+    seed : int, optional
+
+    Returns
+    -------
+    numpy.ndarray, int8, shape (min(reference_size, n_individuals), n_snps_fitted)
+    """
+    if hasattr(genotypes, "chunks"):
+        return reference_sample(genotypes, reference_size, seed=seed)[2]
+    rows = reference_individuals(genotypes.n_individuals, reference_size, seed=seed)
+    if len(rows) == genotypes.n_individuals:
+        return genotypes.dosage
+    return genotypes.dosage[rows]
 
 
 def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads):
@@ -113,165 +172,88 @@ def _reference_log(fit: AdmixtureResult) -> list:
             for line in fit.log_lines]
 
 
-def fit_with_reference(
-    genotypes,
-    K: int,
-    *,
-    reference_size: int = DEFAULT_REFERENCE_SIZE,
-    seed: int | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    tol: float = 1e-4,
-    max_iter: int = 1000,
-    threads: int | None = None,
-    **fit_options,
-) -> AdmixtureResult:
+def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size: int,
+                       options: FitOptions) -> AdmixtureResult:
     """Fit Q and P on a random reference, then project everyone else onto P.
 
     Parameters
     ----------
-    genotypes : Genotypes or array_like, int8, shape (n_individuals, n_snps)
-        Copies of the counted allele (0/1/2), -1 for missing; or
-        :class:`~admixspec.io.streamed.StreamedGenotypes` (genotypes left on
-        disk), fitted by :func:`fit_streamed`.
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        Checked dosage of more than ``reference_size`` individuals.
     K : int
     reference_size : int
-        Individuals in the reference (at least 2); with ``reference_size >=
-        n_individuals`` this is :func:`admixspec.fit_admixture` on everyone.
-    seed : int, optional
-        Seeds the reference draw (:func:`reference_individuals`) and the
-        reference fit.
+        Individuals in the reference.
     chunk_size : int
         Individuals projected at once.
-    tol, max_iter, threads
-        As for :func:`admixspec.fit_admixture`; also used by the projection.
-    **fit_options
-        Passed to :func:`admixspec.fit_admixture` for the reference fit
-        (``refine``, ``init``, ``cv``, ...; cross-validation and bootstrap
-        then describe the reference).
+    options : FitOptions
+        The reference fit's (cross-validation and bootstrap then describe the
+        reference); the projection uses its ``tol``, ``max_iter`` and ``threads``.
 
     Returns
     -------
     AdmixtureResult
         Q of shape (n_individuals, K) in the input's row order, the
         reference's P, and the log-likelihood of all individuals; ``path``
-        ends in ``+projection``. ``diagnostics["reference"]`` records the
-        size, seed, :data:`REFERENCE_RULE`, the reference's log-likelihood
-        and the projection's iterations per chunk.
-
-    Examples
-    --------
-    >>> from admixspec import simulate_balding_nichols, q_error
-    >>> sim = simulate_balding_nichols(300, 3000, 2, fst=0.2, alpha=0.5, seed=2)
-    >>> result = fit_with_reference(sim.genotypes, 2, reference_size=100, seed=1)
-    >>> result.Q.shape, result.path.endswith("+projection")
-    ((300, 2), True)
-    >>> bool(q_error(sim.Q, result.Q) < 0.05)
-    True
+        ends in ``+projection``; ``reference`` holds the reference's rows and
+        ``diagnostics["reference"]`` the size, seed, :data:`REFERENCE_RULE`,
+        the reference's log-likelihood and the projection's iterations per
+        chunk.
     """
-    if isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1:
-        raise UsageError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    if hasattr(genotypes, "chunks"):  # StreamedGenotypes: left on disk
-        return fit_streamed(genotypes, K, reference_size=reference_size, seed=seed,
-                            chunk_size=chunk_size, tol=tol, max_iter=max_iter,
-                            threads=threads, **fit_options)
-    G = check_dosage(genotypes)
     m = G.shape[0]
-    rows = reference_individuals(m, reference_size, seed=seed)
-    options = {"seed": seed, "tol": tol, "max_iter": max_iter, "threads": threads,
-               **fit_options}
-    if len(rows) == m:
-        return fit_admixture(genotypes, K, **options)
+    rows = reference_individuals(m, reference_size, seed=options.seed)
     start = time.perf_counter()
     logger.info("reference: fitting %d of %d individuals (random, seed %s)",
-                len(rows), m, seed)
-    fit = fit_admixture(G[rows], K, **options)
+                len(rows), m, options.seed)
+    fit = fit_in_memory(G[rows], K, options)
     reference_seconds = time.perf_counter() - start
     others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
     Q = np.empty((m, fit.Q.shape[1]))
     Q[rows] = fit.Q
     Q[others], iterations = _project_chunks(
-        lambda chunk: G[chunk], others, fit.P, chunk_size=int(chunk_size), tol=tol,
-        max_iter=max_iter, threads=threads,
+        lambda chunk: G[chunk], others, fit.P, chunk_size=chunk_size, tol=options.tol,
+        max_iter=options.max_iter, threads=options.threads,
     )
-    loglik = loglikelihood(G, Q, fit.P, threads=threads)
+    loglik = loglikelihood(G, Q, fit.P, threads=options.threads)
     diagnostics = dict(fit.diagnostics)
     diagnostics["reference"] = {
-        "size": len(rows), "n_individuals": m, "seed": seed,
+        "size": len(rows), "n_individuals": m, "seed": options.seed,
         "rule": REFERENCE_RULE, "projected": len(others),
-        "chunk_size": int(chunk_size), "reference_loglik": float(fit.loglik),
+        "chunk_size": chunk_size, "reference_loglik": float(fit.loglik),
         "projection_iterations": iterations,
     }
     total = time.perf_counter() - start
     timings = {**fit.timings, "reference_fit": reference_seconds,
                "projection": total - reference_seconds, "total": total}
     lines = _reference_log(fit) + [
-        (f"Reference: {len(rows)} of {m} individuals drawn at random (seed {seed}); "
-         f"the other {len(others)} projected onto its P in chunks of {chunk_size}"),
+        (f"Reference: {len(rows)} of {m} individuals drawn at random (seed "
+         f"{options.seed}); the other {len(others)} projected onto its P in chunks of "
+         f"{chunk_size}"),
         f"Loglikelihood: {loglik:.6f}",
     ]
     return dataclasses.replace(
         fit, Q=Q, loglik=float(loglik), path=f"{fit.path}+projection",
-        diagnostics=diagnostics, timings=timings, log_lines=lines,
+        diagnostics=diagnostics, timings=timings, log_lines=lines, reference=rows,
     )
 
 
 # --------------------------------------------------------------------------- streamed
 
 
-#: Options of the in-memory pipeline that the streamed one does not offer.
-_NOT_STREAMED = ("cv", "bootstrap", "P", "labels")
-
-
-def reference_sample(genotypes, reference_size: int, *, seed=None):
-    """The reference individuals and the SNPs of their in-memory fit, read from disk.
-
-    The reference's int8 genotypes may take half of ``genotypes.memory_bytes``:
-    all kept SNPs when they fit, else a random subset (``seed``) of as many
-    as fit, in file order.
-
-    Parameters
-    ----------
-    genotypes : admixspec.io.streamed.StreamedGenotypes
-    reference_size : int
-    seed : int, optional
-
-    Returns
-    -------
-    rows : numpy.ndarray, int64
-        Reference individuals (:func:`reference_individuals`).
-    snps : numpy.ndarray, int64
-        Positions of the SNPs read, increasing.
-    G : numpy.ndarray, int8, shape (len(rows), len(snps))
-    """
-    source = genotypes.chunks
-    rows = reference_individuals(source.n_individuals, reference_size, seed=seed)
-    fit_snps = int(genotypes.memory_bytes / 2 // len(rows))
-    snps = np.arange(source.n_snps, dtype=np.int64)
-    if fit_snps < source.n_snps:
-        rng = np.random.default_rng(seed)
-        snps = np.sort(rng.choice(source.n_snps, max(fit_snps, 64), replace=False))
-    return rows, snps, source.subset(rows=rows, columns=snps).read()
-
-
 def _streamed_ml(source, Q, P, *, tol, max_iter, seed, callback=None):
-    """Accelerated block relaxation over a streamed source: (Q, P, loglik, n_iter, converged)."""
+    """Accelerated block relaxation over a streamed source."""
     engine = Engine(source, Q.shape[1])
-    Q, P, loglik, n_iter, converged, _ = accelerated_em(
-        engine, Q, P, tol=tol, max_iter=max_iter,
-        rng=np.random.default_rng(seed), callback=callback)
-    return Q, P, loglik, n_iter, converged
+    return accelerated_em(engine, Q, P, tol=tol, max_iter=max_iter,
+                          rng=np.random.default_rng(seed), callback=callback)
 
 
-def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_SIZE,
-                 seed=None, chunk_size: int = DEFAULT_CHUNK_SIZE, tol: float = 1e-4,
-                 max_iter: int = 1000, threads: int | None = None,
-                 **fit_options) -> AdmixtureResult:
+def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
+                 options: FitOptions) -> AdmixtureResult:
     """:func:`fit_with_reference` for genotypes left on disk (streamed chunk by chunk).
 
     1. The reference's genotypes on the SNPs that fit half the budget
        (:func:`reference_sample`) get the in-memory pipeline
-       (:func:`admixspec.fit_admixture`: spectral estimate, the choice of
-       refinement, maximum likelihood).
+       (:func:`admixspec.fit.pipeline.fit_in_memory`: spectral estimate, the
+       choice of refinement, maximum likelihood).
     2. When that was a subset of the SNPs, P on every SNP follows from the
        reference's Q by streamed EM passes, and, when step 1 refined by
        maximum likelihood, the reference's (Q, P) are refined on every SNP by
@@ -285,12 +267,10 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
     Parameters
     ----------
     genotypes : admixspec.io.streamed.StreamedGenotypes
-    K, reference_size, seed, chunk_size, tol, max_iter, threads
-        As in :func:`fit_with_reference`.
-    **fit_options
-        For the reference fit (``refine``, ``init``, ``windows``, ...);
-        cross-validation, bootstrap, projection and supervised fits need the
-        genotypes in memory.
+    K, reference_size, chunk_size, options
+        As in :func:`fit_with_reference`; cross-validation, bootstrap,
+        projection and supervised fits need the genotypes in memory
+        (:func:`admixspec.fit_admixture` refuses them).
 
     Returns
     -------
@@ -298,47 +278,44 @@ def fit_streamed(genotypes, K: int, *, reference_size: int = DEFAULT_REFERENCE_S
         As :func:`fit_with_reference`'s; ``diagnostics["streamed"]`` records
         the chunks and the SNPs of the in-memory reference fit.
     """
-    wanted = [name for name in _NOT_STREAMED if fit_options.get(name) is not None
-              and fit_options.get(name) is not False]
-    if wanted:
-        raise UsageError(f"{', '.join(wanted)}: not available when the genotypes are "
-                         "streamed from disk; raise --memory")
     start = time.perf_counter()
     source = genotypes.chunks
     m, n = source.n_individuals, source.n_snps
-    rows, snps, G_ref = reference_sample(genotypes, reference_size, seed=seed)
+    o = options
+    rows, snps, G_ref = reference_sample(genotypes, reference_size, seed=o.seed)
     logger.info("reference: %d of %d individuals (random, seed %s) on %d of %d SNPs in "
-                "memory", len(rows), m, seed, len(snps), n)
-    fit = fit_admixture(G_ref, K, seed=seed, tol=tol, max_iter=max_iter, threads=threads,
-                        **fit_options)
-    del G_ref
+                "memory", len(rows), m, o.seed, len(snps), n)
+    fit = fit_in_memory(G_ref, K, o)
     Q_ref, P, n_iter, converged = fit.Q, fit.P, fit.n_iter, fit.converged
     history: list = []
-    with thread_limit(threads):
+    with thread_limit(o.threads):
         reference = source.subset(rows=rows)
         if len(snps) < n:
-            P = maximize_p(reference, Q_ref, threads=threads).P
+            P = maximize_p(reference, Q_ref, threads=o.threads).P
             if "ml" in fit.path:
                 logger.info("reference: maximum likelihood on all %d SNPs, streamed", n)
-                Q_ref, P, _, n_iter, converged = _streamed_ml(
-                    reference, Q_ref, P, tol=tol, max_iter=max_iter, seed=seed,
-                    callback=history.append)
+                refined = _streamed_ml(reference, Q_ref, P, tol=o.tol,
+                                       max_iter=o.max_iter, seed=o.seed,
+                                       callback=history.append)
+                Q_ref, P = refined.Q, refined.P
+                n_iter, converged = refined.n_iter, refined.converged
         others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
         Q = np.empty((m, K))
         Q[rows] = Q_ref
         fitting = max(1, int(genotypes.memory_bytes / 2 // max(n, 1)))
-        chunk_size = min(int(chunk_size), fitting)
+        chunk_size = min(chunk_size, fitting)
         iterations = []
         if len(others):
             logger.info("projecting %d individuals onto P, %d at a time read from disk",
                         len(others), chunk_size)
             Q[others], iterations = _project_chunks(
                 lambda chunk: source.subset(rows=chunk).read(), others, P,
-                chunk_size=chunk_size, tol=tol, max_iter=max_iter, threads=threads)
+                chunk_size=chunk_size, tol=o.tol, max_iter=o.max_iter, threads=o.threads)
         loglik = Engine(source, K).loglik(Q, P)
     projection = {"projection_chunk_size": chunk_size, "projection_iterations": iterations}
-    return _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,
-                            history, projection, time.perf_counter() - start)
+    result = _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,
+                              history, projection, time.perf_counter() - start)
+    return dataclasses.replace(result, reference=rows if len(rows) < m else None)
 
 
 def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, history,

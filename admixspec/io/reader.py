@@ -3,17 +3,20 @@
 :func:`read_genotypes` reads VCF/VCF.gz/BCF, PLINK 1, PLINK 2 and VCF Zarr
 into memory; :func:`open_streamed` opens a PLINK ``.bed`` or VCF Zarr store
 to be read chunk by chunk from disk; :func:`input_shape` tells their sizes
-without reading genotypes.
+without reading genotypes; :func:`open_genotypes` decides between the two by
+the memory budget, as ``admixspec run`` does.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from pathlib import Path
 
-from ..core.exceptions import InputError
+from ..core.exceptions import InputError, UsageError
 from ..core.filters import apply_filters, check_usable, parse_indep_pairwise
-from ..core.genotypes import Genotypes
+from ..core.genotypes import Genotypes, filter_lines
 from .bed_chunks import fileset_shape, open_streamed_bed
 from .pgen import pgen_prefix, read_pgen
 from .plink import plink_prefix, read_plink
@@ -21,7 +24,10 @@ from .streamed import StreamedGenotypes
 from .vcf import read_vcf
 from .vcz import is_vcz, open_streamed_vcz, read_vcz, store_shape
 
-__all__ = ["detect_format", "input_shape", "open_streamed", "read_genotypes", "read_keep"]
+__all__ = ["detect_format", "input_shape", "memory_budget", "open_genotypes",
+           "open_streamed", "read_genotypes", "read_keep"]
+
+logger = logging.getLogger("admixspec")
 
 _VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf", ".gz", ".bgz")
 
@@ -106,6 +112,13 @@ def read_keep(path) -> list[str]:
     return ids
 
 
+def _samples(keep):
+    """``keep`` as a list of sample IDs: a ``--keep`` file read, a list copied, or None."""
+    if keep is None:
+        return None
+    return read_keep(keep) if isinstance(keep, (str, os.PathLike)) else list(keep)
+
+
 def read_genotypes(
     path: str | os.PathLike,
     *,
@@ -168,9 +181,7 @@ def read_genotypes(
     """
     if indep_pairwise is not None:
         indep_pairwise = parse_indep_pairwise(indep_pairwise)  # fail before reading
-    samples = None
-    if keep is not None:
-        samples = read_keep(keep) if isinstance(keep, (str, os.PathLike)) else list(keep)
+    samples = _samples(keep)
     kind = detect_format(path)
     if kind == "plink":
         genotypes = read_plink(
@@ -227,3 +238,114 @@ def input_shape(path) -> tuple[int, int] | None:
     """
     shape = {"plink": fileset_shape, "vcz": store_shape}.get(detect_format(path))
     return None if shape is None else shape(path)
+
+
+def _physical_memory() -> int:
+    """This machine's memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def memory_budget(memory_mib: float | None) -> tuple[float, str]:
+    """The workspace budget in bytes and in words: ``--memory``, else half of memory.
+
+    Parameters
+    ----------
+    memory_mib : float or None
+        PLINK's ``--memory`` (MiB); None for PLINK's default, half of this
+        machine's physical memory.
+
+    Returns
+    -------
+    budget : float
+        Bytes.
+    description : str
+        For messages, e.g. ``"--memory 100 MiB"``.
+
+    Examples
+    --------
+    >>> memory_budget(100)
+    (104857600.0, '--memory 100 MiB')
+    """
+    if memory_mib is not None:
+        return memory_mib * 2.0**20, f"--memory {memory_mib} MiB"
+    budget = _physical_memory() / 2
+    return budget, (f"the default --memory {budget / 2**20:.0f} MiB, half of this "
+                    "machine's memory")
+
+
+def _log_read(genotypes, source, seconds: float, streamed: str = "") -> None:
+    for line in filter_lines(genotypes):
+        logger.info("%s", line)
+    if streamed:
+        logger.info("%s; filtered in %.1f s", streamed, seconds)
+    else:
+        logger.info("read %d individuals x %d SNPs from %s in %.1f s",
+                    genotypes.n_individuals, genotypes.n_snps, source, seconds)
+
+
+def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True,
+                   in_memory_for=(), keep=None, region: str | None = None,
+                   maf: float = 0.0, geno: float = 1.0, mind: float = 1.0,
+                   indep_pairwise=None, check: bool = True):
+    """Genotypes in memory, or left on disk when they would take over half the budget.
+
+    What ``admixspec run`` reads: :func:`read_genotypes` when the int8
+    genotypes fit half of the memory budget (or the format cannot be
+    streamed), else :func:`open_streamed` (a PLINK ``.bed`` or a VCF Zarr
+    store, read chunk by chunk). Logs (INFO) what each filter removed and
+    what was read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        As for :func:`read_genotypes`.
+    memory_mib : float, optional
+        The budget, PLINK's ``--memory`` in MiB (:func:`memory_budget`).
+    stream : bool
+        False reads into memory whatever the size (``admixspec info``).
+    in_memory_for : sequence of str
+        What the caller will do that needs the genotypes in memory (e.g.
+        ``["--cv"]``): when they would have to be streamed, a
+        :class:`UsageError` names these.
+    keep, region, maf, geno, mind, indep_pairwise, check
+        As for :func:`read_genotypes` (LD pruning needs the genotypes in memory).
+
+    Returns
+    -------
+    Genotypes or admixspec.io.streamed.StreamedGenotypes
+    """
+    start = time.perf_counter()
+    filters = {"region": region, "maf": maf, "geno": geno, "mind": mind}
+    shape = input_shape(path) if stream else None
+    if shape is None:
+        if stream and memory_mib is not None:
+            logger.info("--memory: only a PLINK .bed or VCF Zarr store is streamed; "
+                        "reading %s into memory", path)
+        genotypes = read_genotypes(path, keep=keep, indep_pairwise=indep_pairwise,
+                                   check=check, **filters)
+        _log_read(genotypes, path, time.perf_counter() - start)
+        return genotypes
+    budget, budget_text = memory_budget(memory_mib)
+    samples = _samples(keep)
+    n_individuals = shape[0] if samples is None else len(samples)
+    n_snps = shape[1]
+    if n_individuals * n_snps <= budget / 2:
+        genotypes = read_genotypes(path, keep=samples, indep_pairwise=indep_pairwise,
+                                   check=check, **filters)
+        _log_read(genotypes, path, time.perf_counter() - start)
+        return genotypes
+    wanted = list(in_memory_for) + (["--indep-pairwise"] if indep_pairwise else [])
+    if wanted:
+        raise UsageError(f"{', '.join(wanted)} need(s) the genotypes in memory, but "
+                         f"{n_individuals} x {n_snps} exceed half of {budget_text}; "
+                         "raise --memory")
+    genotypes = open_streamed(path, memory_bytes=budget, samples=samples, **filters)
+    if check:
+        check_usable(genotypes)
+    chunks = genotypes.chunks
+    _log_read(genotypes, path, time.perf_counter() - start, streamed=(
+        f"streaming {genotypes.n_individuals} individuals x {genotypes.n_snps} SNPs "
+        f"({genotypes.n_individuals * genotypes.n_snps / 2**20:.0f} MiB of int8 "
+        f"genotypes, more than half of {budget_text}) from {path} in "
+        f"{len(chunks.bounds)} chunks of up to {chunks.chunk_snps} SNPs"))
+    return genotypes

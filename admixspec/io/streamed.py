@@ -206,6 +206,7 @@ class StreamedGenotypes:
     source: str
     filter_log: list = field(default_factory=list)
     memory_bytes: float = 0.0
+    _last: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_individuals(self) -> int:
@@ -216,6 +217,29 @@ class StreamedGenotypes:
     def n_snps(self) -> int:
         """Number of kept SNPs."""
         return self.chunks.n_snps
+
+    def read(self, *, rows=None, columns=None) -> np.ndarray:
+        """The int8 genotypes of some kept individuals and SNPs, read from disk.
+
+        The last subset read is kept, so a run that fits the same reference
+        sample for several K reads it once (it is at most half of
+        :attr:`memory_bytes`, by the reference fit's choice).
+
+        Parameters
+        ----------
+        rows, columns : array_like of int, optional
+            Positions among the kept individuals and SNPs (default all).
+
+        Returns
+        -------
+        numpy.ndarray, int8, shape (len(rows), len(columns))
+        """
+        key = tuple(None if index is None else np.asarray(index).tobytes()
+                    for index in (rows, columns))
+        if self._last is None or self._last[0] != key:
+            self._last = None  # free the old subset before reading the new one
+            self._last = key, self.chunks.subset(rows=rows, columns=columns).read()
+        return self._last[1]
 
 
 def _chunk_filters(chunks: StreamedChunks, options: dict):

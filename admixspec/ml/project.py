@@ -137,13 +137,12 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
         if Q.shape != (G.shape[0], P.shape[1]):
             raise UsageError(f"Q0 must have shape {(G.shape[0], P.shape[1])}")
         engine = make_engine(G, P.shape[1])  # the engine a back end set, else the CPU's
-        Q, _, _, _, converged, _ = accelerated_em(
-            engine, Q, P, tol=tol, max_iter=max_iter, update_p=False, callback=callback
-        )
-    if not converged:
+        fit = accelerated_em(engine, Q, P, tol=tol, max_iter=max_iter, update_p=False,
+                             callback=callback)
+    if not fit.converged:
         warnings.warn(f"projection stopped at max_iter={max_iter}", ConvergenceWarning,
                       stacklevel=2)
-    return Q
+    return fit.Q
 
 
 @dataclass
@@ -231,14 +230,13 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
         Q[rows] = values
         engine = make_engine(G, K)  # the engine a back end set, else the CPU's
         t_init = time.perf_counter() - t_start
-        Q, P, ll, n_iter, converged, history = accelerated_em(
-            engine, Q, P, tol=tol, max_iter=max_iter, fixed=_Fixed(rows, values),
-            callback=callback,
-        )
+        fit = accelerated_em(engine, Q, P, tol=tol, max_iter=max_iter,
+                             fixed=_Fixed(rows, values), callback=callback)
     total = time.perf_counter() - t_start
-    if not converged:
+    if not fit.converged:
         warnings.warn(f"supervised fit stopped at max_iter={max_iter}",
                       ConvergenceWarning, stacklevel=2)
-    return SupervisedResult(Q, P, ll, n_iter, converged, history,
+    return SupervisedResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged,
+                            fit.history,
                             {"init": t_init, "em": total - t_init, "total": total},
                             engine.passes, "supervised", populations)

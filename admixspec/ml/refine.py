@@ -58,6 +58,7 @@ from .newton import BlockNewton
 
 __all__ = [
     "IterationInfo",
+    "Maximization",
     "MLResult",
     "fit_ml",
     "format_iteration",
@@ -108,6 +109,30 @@ class IterationInfo(NamedTuple):
     delta: float
     batches: int
     start: int = 0
+
+
+class Maximization(NamedTuple):
+    """Where :func:`accelerated_em` stopped.
+
+    Attributes
+    ----------
+    Q : numpy.ndarray, float64, shape (n_individuals, K)
+    P : numpy.ndarray, float64, shape (n_snps, K)
+    loglik : float
+        Log-likelihood of (Q, P).
+    n_iter : int
+        Iterations run (every screened start's included).
+    converged : bool
+        Whether ADMIXTURE's stopping rule was met before the iteration limit.
+    history : list of IterationInfo
+    """
+
+    Q: np.ndarray
+    P: np.ndarray
+    loglik: float
+    n_iter: int
+    converged: bool
+    history: list
 
 
 def format_iteration(info: IterationInfo) -> str:
@@ -304,14 +329,17 @@ def accelerated_em(
     EM map (:func:`_squarem_em_phase`). P is held fixed when ``update_p`` is
     false, and the rows of ``fixed`` keep their values.
 
-    Returns ``(Q, P, loglik, n_iter, converged, history)``.
+    Returns
+    -------
+    Maximization
     """
     run = _Run(engine, update_p, fixed, callback).limit(max_iter)
     Q, P = _minibatch_phase(run, Q, P, int(batches), batch_tol, rng)
     if run.exhausted:
         # the mini-batch epochs used up the iteration limit: report the
         # log-likelihood of the iterate returned
-        return Q, P, engine.loglik(Q, P), len(run.history), False, run.history
+        return Maximization(Q, P, engine.loglik(Q, P), len(run.history), False,
+                            run.history)
     if accel == "newton":
         return _newton_qn_phase(run, [(Q, P), *other_starts], tol, screen_iter)
     return _squarem_em_phase(run, Q, P, tol)
@@ -393,7 +421,8 @@ def _newton_qn_phase(run, starts, tol, screen_iter=0):
     while not chain.converged and not run.exhausted:
         stage, prev, ll = chain.advance(tol)
         run.report(stage, ll, prev, start=best)
-    return (chain.Q, chain.P, float(chain.ll), len(run.history), chain.converged,
+    return Maximization(chain.Q, chain.P, float(chain.ll), len(run.history),
+                        chain.converged,
             run.history)
 
 
@@ -477,7 +506,7 @@ def _squarem_em_phase(run, Q, P, tol):
             step_max = max(4.0, step_max / 2.0)
         if not accepted:
             Q, P = Q2, P2
-    return Q, P, float(ll), len(run.history), converged, run.history
+    return Maximization(Q, P, float(ll), len(run.history), converged, run.history)
 
 
 def default_batches(n_snps: int, block_size: int = 64) -> int:
@@ -646,19 +675,19 @@ def fit_ml(
             batches = default_batches(n) if accel == "squarem" else 1
         nb = max(1, int(batches))
         rng = np.random.default_rng(seed)
-        Q, P, ll, n_iter, converged, history = accelerated_em(
+        fit = accelerated_em(
             engine, Q, P, tol=tol, max_iter=max_iter, batches=nb, rng=rng,
             callback=callback, accel=accel, other_starts=pairs[1:],
             screen_iter=screen_iter,
         )
     total = time.perf_counter() - t_start
-    if not converged:
+    if not fit.converged:
         warnings.warn(
             f"ML fit stopped at max_iter={max_iter} before the log-likelihood gain "
             f"fell below tol={tol}",
             ConvergenceWarning,
             stacklevel=2,
         )
-    return MLResult(Q, P, ll, n_iter, converged, history,
+    return MLResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged, fit.history,
                     {"init": t_init, "em": total - t_init, "total": total},
                     engine.passes, how)

@@ -1,0 +1,223 @@
+"""Argument checks declared once per public function, run once per call.
+
+After scikit-learn's ``utils/_param_validation.py``: a public function
+declares what each argument may be (:class:`Interval`, :class:`Options`,
+:class:`Dosage`, ...) in :func:`validate_params`; the checks run when a user
+calls it and are skipped inside it, so a fit that calls other public
+functions (maximum likelihood, projection, cross-validation) neither scans
+the genotype matrix again nor repeats the other checks. The command line
+parses its flags with the same declarations (:meth:`Constraint.parse`), so a
+rule such as "``tol`` must be positive" is written once.
+
+Examples
+--------
+>>> @validate_params({"tol": Interval(float, 0, None, closed="neither")})
+... def fit(tol=1e-4):
+...     return tol
+>>> fit(tol=0.5)
+0.5
+>>> fit(tol=0)
+Traceback (most recent call last):
+...
+admixspec.core.exceptions.UsageError: tol must be positive, got 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import functools
+import inspect
+import numbers
+
+from .exceptions import UsageError
+from .genotypes import check_dosage
+
+__all__ = [
+    "Constraint",
+    "Dosage",
+    "Interval",
+    "Options",
+    "inputs_checked",
+    "validate_params",
+]
+
+# True inside a validated call: nested public calls trust their arguments.
+_CHECKED: contextvars.ContextVar = contextvars.ContextVar("admixspec_checked",
+                                                          default=False)
+
+
+def inputs_checked() -> bool:
+    """Whether the caller runs inside a public call whose arguments were checked."""
+    return _CHECKED.get()
+
+
+class Constraint:
+    """What one argument may be; ``check(name, value)`` returns the value to use."""
+
+    def check(self, name: str, value):
+        """The value to use for argument ``name``, or a :class:`UsageError`."""
+        raise TypeError(f"{type(self).__name__} is not a constraint")  # pragma: no cover
+
+    def describe(self) -> str:
+        """The rule in words, completing "must ..."."""
+        raise TypeError(f"{type(self).__name__} is not a constraint")  # pragma: no cover
+
+    def parse(self, text: str):
+        """An argparse ``type``: the text converted and checked (argparse's errors)."""
+        try:
+            return self.check("value", self.convert(text))
+        except UsageError as error:
+            raise argparse.ArgumentTypeError(str(error).removeprefix("value ")) from None
+
+    def convert(self, text: str):
+        """The command-line text as a value of the right type."""
+        return text
+
+
+class Interval(Constraint):
+    """A number of type ``kind`` (int or float) between ``low`` and ``high``.
+
+    Parameters
+    ----------
+    kind : {int, float}
+    low, high : number or None
+        Bounds; None for no bound.
+    closed : {"both", "left", "right", "neither"}
+        Which bounds belong to the interval.
+    allow_none : bool
+        Whether None is accepted (an optional argument).
+    """
+
+    def __init__(self, kind, low=None, high=None, *, closed: str = "both",
+                 allow_none: bool = False):
+        self.kind, self.low, self.high = kind, low, high
+        self.closed, self.allow_none = closed, allow_none
+
+    def convert(self, text: str):
+        try:
+            return self.kind(text)
+        except ValueError:
+            expected = "an integer" if self.kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+
+    def check(self, name, value):
+        if value is None and self.allow_none:
+            return None
+        number = numbers.Integral if self.kind is int else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, number):
+            raise UsageError(f"{name} must be {self.describe()}, got {value!r}")
+        if not self._inside(value):
+            raise UsageError(f"{name} must be {self.describe()}, got {value:g}")
+        return self.kind(value)
+
+    def _inside(self, value) -> bool:
+        left = self.closed in ("both", "left")
+        right = self.closed in ("both", "right")
+        if self.low is not None and not (value >= self.low if left else value > self.low):
+            return False
+        return self.high is None or (value <= self.high if right else value < self.high)
+
+    def describe(self) -> str:
+        word = "an integer" if self.kind is int else "a number"
+        if self.high is None and self.low == 0:
+            return "positive" if self.closed in ("neither", "right") else "non-negative"
+        if self.high is None:
+            relation = ">=" if self.closed in ("both", "left") else ">"
+            return f"{word} {relation} {self.low:g}"
+        if self.low is None:
+            relation = "<=" if self.closed in ("both", "right") else "<"
+            return f"{word} {relation} {self.high:g}"
+        left = "[" if self.closed in ("both", "left") else "("
+        right = "]" if self.closed in ("both", "right") else ")"
+        return f"in {left}{self.low:g}, {self.high:g}{right}"
+
+
+class Options(Constraint):
+    """One of a fixed set of values.
+
+    Examples
+    --------
+    >>> Options("auto", True, False).check("refine", "always")
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.UsageError: refine must be one of 'auto', True, False; got 'always'
+    """
+
+    def __init__(self, *values):
+        self.values = values
+
+    def check(self, name, value):
+        # `is` for True/False: 1 == True, and 1 is not a refine option
+        if not any(value is option or (type(value) is type(option) and value == option)
+                   for option in self.values):
+            raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
+        return value
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(value) for value in self.values)
+
+
+class Dosage(Constraint):
+    """Genotypes: checked, as a C-contiguous int8 matrix (:func:`check_dosage`).
+
+    This is the one scan of a call's genotype matrix for validation.
+
+    Parameters
+    ----------
+    streamed : bool
+        Whether genotypes left on disk (an object with ``chunks``) pass as they are.
+    """
+
+    def __init__(self, *, streamed: bool = False):
+        self.streamed = streamed
+
+    def check(self, name, value):
+        if self.streamed and hasattr(value, "chunks"):
+            return value
+        return check_dosage(value)
+
+    def describe(self) -> str:
+        return "genotypes (0, 1, 2, -1 missing), individuals x SNPs"
+
+
+def validate_params(constraints: dict):
+    """Decorate a public function: check the declared arguments once per call.
+
+    Parameters
+    ----------
+    constraints : dict of str to Constraint
+        Argument name -> what it may be. Each check may replace the value
+        (:class:`Dosage` passes the checked int8 matrix on).
+
+    Returns
+    -------
+    callable
+        The decorator. Inside the decorated call, every other decorated
+        function runs without its checks: its caller already checked what it
+        passes on.
+    """
+
+    def decorate(function):
+        signature = inspect.signature(function)
+        unknown = set(constraints) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"{function.__name__} has no argument(s) {sorted(unknown)}")
+
+        @functools.wraps(function)
+        def checked(*args, **kwargs):
+            if _CHECKED.get():
+                return function(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name, constraint in constraints.items():
+                bound.arguments[name] = constraint.check(name, bound.arguments[name])
+            token = _CHECKED.set(True)
+            try:
+                return function(*bound.args, **bound.kwargs)
+            finally:
+                _CHECKED.reset(token)
+
+        return checked
+
+    return decorate

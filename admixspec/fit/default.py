@@ -1,0 +1,334 @@
+"""The default estimator: the spectral estimate, then maximum likelihood where it is better.
+
+Paths (reported in :attr:`~admixspec.fit.result.AdmixtureResult.path` and the run log):
+
+``single-population``
+    ``K = 1``: Q is all ones and P the sample allele frequencies, the exact
+    maximum-likelihood answer.
+``spectral``
+    The spectral estimate (:mod:`admixspec.spectral.estimate`) with P
+    re-estimated by maximum likelihood given Q on all SNPs.
+``spectral+ml``
+    The spectral estimate refined by maximising ADMIXTURE's likelihood
+    (:func:`admixspec.ml.refine.fit_ml`) from it.
+``ml-fallback``
+    The spectral candidates were insufficient (fewer than K, or a rank-
+    deficient moment matrix): maximum likelihood from the SVD start, with the
+    reason in ``diagnostics["fallback_reason"]``.
+
+With ``refine="auto"`` the choice between the spectral estimate and maximum
+likelihood is :func:`admixspec.fit.choice.choose_estimator`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from .._version import __version__
+from ..core.frequencies import least_squares_p
+from ..core.genotypes import allele_counts, minor_allele_counts
+from ..core.parameters import P_MAX, P_MIN
+from ..ml.likelihood import loglikelihood
+from ..ml.project import maximize_p
+from ..ml.refine import fit_ml
+from ..spectral.estimate import snp_sample, spectral_scan
+from .choice import choose_estimator
+from .result import AdmixtureResult
+
+__all__ = ["fit_default", "rare_allele_share"]
+
+logger = logging.getLogger("admixspec")
+
+#: Entries (individuals x SNPs) in the likelihood scoring sample of the search.
+SCORING_ENTRIES = 200_000
+#: Fewest moment SNPs before the rarity window is widened. 1,000 rather than 200:
+#: on one Balding-Nichols replicate of the realistic suite a 253-SNP window's
+#: noise looked decomposable and won the scan (Q error 0.205; 0.087 with this
+#: floor), and no other of its 55 data sets changed (benchmarks/spectral_second_pass.py).
+MIN_MOMENT_SNPS = 1000
+
+
+def rare_allele_share(dosage, *, counts=None) -> float:
+    """Share of polymorphic SNPs whose sample minor-allele frequency is <= 5%.
+
+    The spectral estimator is exact when counted alleles are private to one
+    population, and rare alleles are its source of private alleles. Sequence
+    data and coalescent simulations are rich in them (measured: 0.57-0.59 on
+    msprime data of the paper's setting and on ``data/``); genotyping arrays
+    and Balding-Nichols simulations are not (HapMap3 0.12, 1000 Genomes
+    thinned array 0.03, Balding-Nichols 0.04-0.11).
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
+    counts : tuple of numpy.ndarray, optional
+        :func:`admixspec.core.genotypes.allele_counts` of ``dosage``, if already
+        computed.
+
+    Returns
+    -------
+    float
+    """
+    counted, observed = allele_counts(dosage) if counts is None else counts
+    minor = minor_allele_counts(counted, observed)
+    polymorphic = minor > 0
+    if not np.any(polymorphic):
+        return 0.0
+    return float(np.mean(minor[polymorphic] <= 0.05 * observed[polymorphic]))
+
+
+def _single_population(counts, n_individuals):
+    counted, observed = counts
+    frequency = counted / np.maximum(observed, 1)
+    P = np.clip(frequency, P_MIN, P_MAX)[:, None]
+    Q = np.ones((n_individuals, 1))
+    return Q, P
+
+
+def _model_fill(G, Q):
+    """Imputation of missing calls by the model's expected frequency ``(Q P^T)_ij``.
+
+    Given the ancestral frequencies, individuals are independent, so an
+    imputed entry's expectation equals the missing entry's: off-diagonal
+    moments stay unbiased (mean imputation pulls them towards the average
+    individual).
+    """
+    P = least_squares_p(G, Q)
+
+    def fill(columns):
+        return np.clip(Q @ P[columns].T, 0.0, 1.0)
+
+    return fill
+
+
+class SpectralStage(NamedTuple):
+    """What the spectral stage found.
+
+    Attributes
+    ----------
+    Q : numpy.ndarray, float64, shape (n_individuals, K), or None
+        None when the candidates were insufficient (the reason is in
+        ``diagnostics["fallback_reason"]``).
+    diagnostics : dict
+        The window scan and the chosen window's facts.
+    seconds : float
+    """
+
+    Q: np.ndarray | None
+    diagnostics: dict
+    seconds: float
+
+
+def spectral_stage(G, K, *, counts, windows, n_starts, seed) -> SpectralStage:
+    """Run the window scan (:func:`admixspec.spectral.estimate.spectral_scan`).
+
+    With missing genotypes the scan runs twice: first with each missing call
+    imputed by its SNP's mean frequency, then by the first estimate's model
+    (:func:`_model_fill`).
+    """
+    rng = np.random.default_rng(seed)
+    m, n = G.shape
+    clock = time.perf_counter()
+    size = int(np.clip(SCORING_ENTRIES // m, 500, n))
+    sample = snp_sample(G, size, rng)
+    rescore = snp_sample(G, min(n, 10 * size), rng)
+    diagnostics: dict = {}
+
+    def scan(fill=None):
+        return spectral_scan(
+            G, K, sample=sample, rescore_sample=rescore, windows=windows, fill=fill,
+            counts=counts,
+            min_snps=min(MIN_MOMENT_SNPS, max(2 * K, n // 10)), n_starts=n_starts,
+            seed=seed, progress=logger.info,
+        )
+
+    best, scan_log = scan()
+    if best is not None and best.Q is not None and np.any(G < 0):
+        logger.info("missing genotypes: rescanning with model-based imputation")
+        diagnostics["missing_imputation"] = "model (Q P^T of a first pass)"
+        best, scan_log = scan(_model_fill(G, best.Q))
+    seconds = time.perf_counter() - clock
+    diagnostics["windows"] = scan_log
+    if best is None:
+        diagnostics["fallback_reason"] = "no rarity window gave a usable whitened tensor"
+        return SpectralStage(None, diagnostics, seconds)
+    diagnostics.update(best.details)
+    diagnostics["moment_snps"] = int(best.n_moment_snps)
+    diagnostics["eigenpairs"] = int(len(best.eigen.values))
+    diagnostics["stable_eigenpairs"] = int(np.sum(best.eigen.stable))
+    diagnostics["candidates"] = int(len(best.candidates))
+    if best.search is None:
+        diagnostics["fallback_reason"] = (
+            f"the whitened tensor gave {len(best.candidates)} usable candidates, "
+            f"fewer than K={K}"
+        )
+        return SpectralStage(None, diagnostics, seconds)
+    diagnostics["subsets"] = int(best.search.n_subsets)
+    diagnostics["near_feasible_subsets"] = int(best.search.n_feasible)
+    diagnostics["search_strategy"] = best.search.strategy
+    diagnostics["infeasibility"] = float(best.search.infeasibility)
+    return SpectralStage(best.Q, diagnostics, seconds)
+
+
+class Outcome(NamedTuple):
+    """The default's answer after the spectral stage.
+
+    Attributes
+    ----------
+    path : str
+        ``"spectral"`` or ``"spectral+ml"``.
+    ml : admixspec.ml.refine.MLResult or None
+        The maximum-likelihood fit, when the path is ``"spectral+ml"``.
+    P : numpy.ndarray or None
+        The spectral path's P (given the spectral Q), else None.
+    loglik : float or None
+        Its log-likelihood, else None.
+    diagnostics : dict
+        The choice's evidence and reason.
+    timings : dict
+        Seconds of the choice (``selection``) and of P given Q (``p_given_q``).
+    """
+
+    path: str
+    ml: object
+    P: np.ndarray | None
+    loglik: float | None
+    diagnostics: dict
+    timings: dict
+
+
+def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads,
+                    log) -> Outcome:
+    """Keep the spectral Q (P given Q) or maximise the likelihood from it."""
+    diagnostics = {"rare_allele_share": rare_allele_share(G, counts=counts)}
+    timings = {}
+    decision, reason = refine, "requested"
+    starts = {"spectral estimate": (Q, None)}
+    if refine == "auto":
+        clock = time.perf_counter()
+        choice = choose_estimator(
+            G, Q, lambda G_part, Q_part: maximize_p(G_part, Q_part, threads=threads).P,
+            seed=seed, tol=tol, max_iter=max_iter, threads=threads)
+        timings["selection"] = time.perf_counter() - clock
+        decision, reason = choice.estimator == "spectral+ml", choice.reason
+        diagnostics["selection"] = choice.evidence
+        if choice.ml_start is not None:
+            starts["training fit"] = choice.ml_start
+    diagnostics["refine"] = bool(decision)
+    diagnostics["refine_reason"] = reason
+    logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
+    if decision:
+        ml, start_diagnostics = _best_ml_fit(G, K, starts, tol=tol, max_iter=max_iter,
+                                             seed=seed, threads=threads, log=log)
+        diagnostics.update(start_diagnostics)
+        return Outcome("spectral+ml", ml, None, None, diagnostics, timings)
+    clock = time.perf_counter()
+    P, loglik, n_p = maximize_p(G, Q, threads=threads)
+    timings["p_given_q"] = time.perf_counter() - clock
+    diagnostics["p_iterations"] = int(n_p)
+    return Outcome("spectral", None, P, loglik, diagnostics, timings)
+
+
+def _best_ml_fit(G, K, starts, *, tol, max_iter, seed, threads, log):
+    """Maximum likelihood from each start; the fit with the highest log-likelihood.
+
+    ``starts`` maps a name to ``(Q0, P0)``. When the default chose ML there are
+    two: the spectral estimate (``--refine``'s start) and the selection's
+    training fit (its P, with the held-out individuals projected onto it),
+    which starts near an optimum and so costs a few iterations. They can reach
+    different local maxima: on the HapMap3 tutorial data at K = 4 and 5 the
+    training fit's is higher than ADMIXTURE's own and the spectral start's
+    lower; on the realistic suite's American setting the spectral start's was
+    higher by a few units. Ties keep the first.
+
+    Returns the best fit and the diagnostics of the starts (empty for one).
+    """
+    fits = {name: fit_ml(G, K, Q0=Q0, P0=P0, tol=tol, max_iter=max_iter, seed=seed,
+                         callback=log.iteration, threads=threads)
+            for name, (Q0, P0) in starts.items()}
+    logliks = {name: fit.loglik if np.isfinite(fit.loglik)
+               else loglikelihood(G, fit.Q, fit.P, threads=threads)
+               for name, fit in fits.items()}
+    best = max(logliks, key=logliks.get)
+    diagnostics = {}
+    if len(fits) > 1:
+        diagnostics = {"ml_starts": logliks, "ml_start": best}
+        log.add("ML starts: " + "; ".join(f"{name} {value:.6f}"
+                                          for name, value in logliks.items())
+                + f"; kept the {best}'s")
+    return fits[best], diagnostics
+
+
+def _log_spectral(log, path, diagnostics):
+    d = diagnostics
+    log.add(f"Estimator: {path}")
+    if "eigenpairs" in d:
+        log.add(
+            f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
+            f"{d['max_frequency']:g}), {d['eigenpairs']} eigenpairs "
+            f"({d['stable_eigenpairs']} Newton-stable), {d['local_maxima']} local "
+            "maxima, "
+            f"{d['candidates']} candidates, {d['subsets']} subsets searched"
+        )
+    for key in ("refine_reason", "fallback_reason"):
+        if key in d:
+            log.add(f"{key.replace('_', ' ').capitalize()}: {d[key]}")
+
+
+def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads,
+                log) -> AdmixtureResult:
+    """The default pipeline: spectral estimate, then maybe maximum likelihood.
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        Checked dosage.
+    K : int
+    refine, tol, max_iter, seed, windows, n_starts, threads
+        As :func:`admixspec.fit_admixture`'s.
+    log : FitLog
+
+    Returns
+    -------
+    AdmixtureResult
+    """
+    timings: dict = {}
+    diagnostics: dict = {"version": __version__}
+    counts = allele_counts(G)  # one pass, shared by every stage below
+    if K == 1:
+        Q, P = _single_population(counts, G.shape[0])
+        log.add("Estimator: single-population")
+        return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads),
+                               timings=timings, diagnostics=diagnostics,
+                               path="single-population")
+    spectral = spectral_stage(G, K, counts=counts, windows=windows, n_starts=n_starts,
+                              seed=seed)
+    timings["spectral"] = spectral.seconds
+    diagnostics.update(spectral.diagnostics)
+    Q = spectral.Q
+    if Q is None:
+        logger.warning("spectral estimate unavailable (%s); maximum likelihood from the "
+                       "SVD start", diagnostics["fallback_reason"])
+        path, P, loglik = "ml-fallback", None, None
+        ml = fit_ml(G, K, init="svd", tol=tol, max_iter=max_iter, seed=seed,
+                    callback=log.iteration, threads=threads)
+    else:
+        outcome = _choose_and_fit(G, K, Q, counts=counts, refine=refine, tol=tol,
+                                  max_iter=max_iter, seed=seed, threads=threads, log=log)
+        path, ml, P, loglik = outcome.path, outcome.ml, outcome.P, outcome.loglik
+        timings.update(outcome.timings)
+        diagnostics.update(outcome.diagnostics)
+    n_iter, converged = 0, True
+    if ml is not None:
+        Q, P, loglik, n_iter, converged = ml.Q, ml.P, ml.loglik, ml.n_iter, ml.converged
+        if not np.isfinite(loglik):  # the engine's record of an unfinished fit
+            loglik = loglikelihood(G, Q, P, threads=threads)
+        timings["likelihood"] = float(ml.timings.get("total", 0.0))
+    _log_spectral(log, path, diagnostics)
+    log.convergence(n_iter, converged)
+    return AdmixtureResult(Q, P, float(loglik), n_iter, converged, timings=timings,
+                           diagnostics=diagnostics, path=path)

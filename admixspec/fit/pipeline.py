@@ -1,0 +1,144 @@
+"""One fit of genotypes held in memory, by the estimator its options name.
+
+:func:`fit_in_memory` is what :func:`admixspec.fit_admixture` runs on a
+cohort in memory, and on the reference of a larger one
+(:mod:`admixspec.fit.reference`): the default (:mod:`admixspec.fit.default`),
+plain maximum likelihood, the supervised fit or projection, then
+cross-validation and the bootstrap when asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.exceptions import UsageError
+from ..core.parameters import P_MAX, P_MIN
+from ..ml.bootstrap import bootstrap as bootstrap_q
+from ..ml.crossval import cross_validate, format_cv
+from ..ml.likelihood import loglikelihood
+from ..ml.project import fit_supervised, project
+from ..ml.refine import fit_ml
+from ..spectral.estimate import DEFAULT_WINDOWS
+from .default import fit_default
+from .result import AdmixtureResult, FitLog
+
+__all__ = ["FitOptions", "fit_in_memory"]
+
+logger = logging.getLogger("admixspec")
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """The options of one fit, as :func:`admixspec.fit_admixture` resolved them.
+
+    ``method`` is never ``"auto"`` here, and ``init`` is the ML start of
+    ``method="ml"`` (else None or ``"spectral"``); the others are
+    :func:`admixspec.fit_admixture`'s arguments.
+    """
+
+    method: str = "spectral"
+    init: str | None = None
+    labels: object = None
+    P: object = None
+    seed: int | None = None
+    refine: bool | str = "auto"
+    tol: float = 1e-4
+    max_iter: int = 1000
+    cv: int | None = None
+    bootstrap: int | None = None
+    windows: tuple = DEFAULT_WINDOWS
+    n_starts: int | None = None
+    threads: int | None = None
+    callback: object = None
+
+
+def _fit_projection(G, K, P, *, tol, max_iter, threads, log):
+    P = np.clip(np.array(P, dtype=np.float64, ndmin=2), P_MIN, P_MAX)
+    if P.shape[1] != K:
+        raise UsageError(f"P has {P.shape[1]} columns (components) but K={K}")
+    Q = project(G, P, tol=tol, max_iter=max_iter, threads=threads,
+                callback=log.iteration)
+    log.add("Estimator: projection onto fixed P")
+    n_iter = len(log.history)
+    # project() warns when it stops at max_iter; it returns Q only
+    log.convergence(n_iter, n_iter < max_iter)
+    return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads), n_iter,
+                           n_iter < max_iter, path="projection")
+
+
+def _fit_supervised(G, K, labels, *, tol, max_iter, seed, threads, log):
+    fit = fit_supervised(G, K, labels, tol=tol, max_iter=max_iter, seed=seed,
+                         threads=threads, callback=log.iteration)
+    log.add(f"Estimator: supervised maximum likelihood, references {fit.populations}")
+    log.convergence(fit.n_iter, fit.converged)
+    return AdmixtureResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged,
+                           timings=dict(fit.timings), path="supervised",
+                           diagnostics={"populations": list(fit.populations)})
+
+
+def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
+    fit = fit_ml(G, K, init=init, tol=tol, max_iter=max_iter, seed=seed,
+                 threads=threads, callback=log.iteration)
+    log.add(f"Estimator: maximum likelihood from a {init} start")
+    log.convergence(fit.n_iter, fit.converged)
+    return AdmixtureResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged,
+                           timings=dict(fit.timings), path=f"ml-{init}",
+                           diagnostics={"data_passes": float(fit.n_passes)})
+
+
+def _add_cv(result, G, folds, *, seed, threads, log):
+    clock = time.perf_counter()
+    result.cv = cross_validate(G, result.K, folds=folds, seed=seed,
+                               start=(result.Q, result.P), threads=threads)
+    result.timings["cv"] = time.perf_counter() - clock
+    log.add(format_cv(result.K, result.cv))
+
+
+def _add_bootstrap(result, G, replicates, *, seed, threads, log):
+    clock = time.perf_counter()
+    result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
+                                   n_replicates=replicates, seed=seed, threads=threads)
+    result.timings["bootstrap"] = time.perf_counter() - clock
+    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs")
+
+
+def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult:
+    """Fit Q and P of genotypes in memory with the estimator ``options`` name.
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        Checked dosage.
+    K : int
+    options : FitOptions
+
+    Returns
+    -------
+    AdmixtureResult
+    """
+    start = time.perf_counter()
+    o = options
+    log = FitLog(o.callback)
+    common = {"tol": o.tol, "max_iter": o.max_iter, "threads": o.threads, "log": log}
+    if o.method == "projection":
+        result = _fit_projection(G, K, o.P, **common)
+    elif o.method == "supervised":
+        result = _fit_supervised(G, K, o.labels, seed=o.seed, **common)
+    elif o.method == "ml":
+        result = _fit_plain_ml(G, K, o.init, seed=o.seed, **common)
+    else:
+        result = fit_default(G, K, refine=o.refine, seed=o.seed, windows=o.windows,
+                             n_starts=o.n_starts, **common)
+    logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path, result.loglik)
+    log.add(f"Loglikelihood: {result.loglik:.6f}")
+    if o.cv:
+        _add_cv(result, G, o.cv, seed=o.seed, threads=o.threads, log=log)
+    if o.bootstrap:
+        _add_bootstrap(result, G, o.bootstrap, seed=o.seed, threads=o.threads, log=log)
+    result.history, result.log_lines = log.history, log.lines
+    result.timings["total"] = time.perf_counter() - start
+    return result
