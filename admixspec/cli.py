@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import shlex
 import signal
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from ._version import __version__
 from .core.exceptions import AdmixspecError, InputError, UsageError
+from .core.validation import Interval
 
 __all__ = [
     "add_genotype_arguments",
@@ -59,48 +59,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be non-negative, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
+# argparse types: the library's own argument rules (core.validation), as parsers
+_positive_int = Interval(int, 1).parse
+_non_negative_int = Interval(int, 0).parse
+_positive_float = Interval(float, 0, closed="neither").parse
 
 
 def _fraction(upper: float):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not 0.0 <= value <= upper:
-            raise argparse.ArgumentTypeError(f"must lie in [0, {upper:g}], got {text}")
-        return value
-
-    parse.__name__ = "fraction"
-    return parse
+    return Interval(float, 0, upper).parse
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -216,8 +182,8 @@ def _add_simulate_parser(subparsers) -> None:
             "PREFIX.params.json."
         ),
     )
-    from .simulate import DEFAULT_SEQUENCE_LENGTH
-
+    # the defaults are simulate_admixture's (tests/test_cli.py checks them), written
+    # here so that parsing does not import numpy
     parser.add_argument("--out", required=True, metavar="PREFIX", help="output prefix")
     parser.add_argument(
         "--model", choices=["msprime", "balding-nichols"], default="msprime",
@@ -261,7 +227,7 @@ def _add_simulate_parser(subparsers) -> None:
         help="per bp per generation",
     )
     coalescent.add_argument(
-        "--length", type=_positive_float, default=DEFAULT_SEQUENCE_LENGTH,
+        "--length", type=_positive_float, default=25e6,
         help="chromosome length in bp (the paper used 250e6, which msprime needs "
         "well over 2 minutes for; see the docs of simulate_admixture)",
     )

@@ -69,6 +69,21 @@ class TestParser:
 
 
 class TestSimulate:
+    def test_simulate__defaults_are_simulate_admixtures(self):
+        import inspect
+
+        from admixspec import simulate_admixture
+
+        args = get_parser().parse_args(["simulate", "--out", "x"])
+        defaults = inspect.signature(simulate_admixture).parameters
+        flags = {"n_haplotypes": "n_haplotypes", "split_time": "split_time",
+                 "population_size": "ne", "mutation_rate": "mutation_rate",
+                 "recombination_rate": "recombination_rate",
+                 "sequence_length": "length", "block_rate": "block_rate",
+                 "bp_per_morgan": "bp_per_morgan", "alpha": "alpha"}
+        for name, flag in flags.items():
+            assert getattr(args, flag) == defaults[name].default, name
+
     def test_simulate__balding_nichols_writes_every_file(self, tmp_path, capsys):
         prefix = tmp_path / "out" / "bn"
         code, _, _ = run(
@@ -112,7 +127,7 @@ class TestSimulate:
         assert exit_info.value.code == 2
         err = capsys.readouterr().err
         assert err.splitlines() == [
-            "admixspec simulate: error: argument -K: must be at least 1, got 0 "
+            "admixspec simulate: error: argument -K: must be an integer >= 1, got 0 "
             "(see 'admixspec simulate --help')"
         ]
 

@@ -116,8 +116,8 @@ class TestFilters:
 
     @pytest.mark.parametrize(
         ("kwargs", "message"),
-        [({"maf": 0.6}, "maf must lie in"), ({"geno": -0.1}, "geno must lie in"),
-         ({"mind": 1.5}, "mind must lie in")],
+        [({"maf": 0.6}, "maf must be in"), ({"geno": -0.1}, "geno must be in"),
+         ({"mind": 1.5}, "mind must be in")],
     )
     def test_apply_filters__out_of_range_threshold_is_usage_error(
         self, toy_fixture, kwargs, message

@@ -32,6 +32,7 @@ import pandas as pd
 
 from .exceptions import InputError, UsageError, import_optional
 from .genotypes import Genotypes, minor_allele_counts, snp_statistics
+from .validation import Interval
 
 __all__ = [
     "apply_filters",
@@ -69,8 +70,7 @@ def _keep_snps(genotypes: Genotypes, keep: np.ndarray) -> Genotypes:
 
 
 def _check_fraction(value: float, name: str, upper: float = 1.0) -> None:
-    if not 0.0 <= value <= upper:
-        raise UsageError(f"{name} must lie in [0, {upper:g}], got {value:g}")
+    Interval(float, 0, upper).check(name, value)
 
 
 def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:

@@ -31,7 +31,6 @@ import inspect
 import numbers
 
 from .exceptions import UsageError
-from .genotypes import check_dosage
 
 __all__ = [
     "Constraint",
@@ -156,6 +155,17 @@ class Options(Constraint):
 
     def describe(self) -> str:
         return "one of " + ", ".join(repr(value) for value in self.values)
+
+
+def check_dosage(value):
+    """:func:`admixspec.core.genotypes.check_dosage`, imported on first use.
+
+    (The command line parses its flags with this module's constraints, and
+    should not pay for pandas to print its help.)
+    """
+    from .genotypes import check_dosage as check
+
+    return check(value)
 
 
 class Dosage(Constraint):

@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 
-from ..core.exceptions import UsageError
 from ..core.threads import thread_limit
 from ..ml.likelihood import Engine, loglikelihood
 from ..ml.project import maximize_p, project

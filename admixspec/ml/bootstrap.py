@@ -15,9 +15,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..core.exceptions import UsageError
-from ..core.genotypes import check_dosage
 from ..core.metrics import match_components
+from ..core.validation import Dosage, Interval, validate_params
 from .likelihood import loglikelihood
 from .refine import fit_ml
 
@@ -39,6 +38,11 @@ class BootstrapResult(NamedTuple):
     Q_bias: np.ndarray
 
 
+@validate_params({"dosage": Dosage(), "K": Interval(int, 1),
+                  "n_replicates": Interval(int, 2),
+                  "block_size": Interval(int, 1, allow_none=True),
+                  "tol": Interval(float, 0, closed="neither", allow_none=True),
+                  "threads": Interval(int, 1, allow_none=True)})
 def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200,
               block_size: int | None = None, seed=None, fit: Callable | None = None,
               tol: float | None = None, threads: int | None = None) -> BootstrapResult:
@@ -78,10 +82,8 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
     >>> se.shape, bool(0 < se.mean() < 0.1)
     ((30, 2), True)
     """
-    G = check_dosage(dosage)
+    G = dosage
     m, n = G.shape
-    if n_replicates < 2:
-        raise UsageError(f"n_replicates must be >= 2, got {n_replicates}")
     rng = np.random.default_rng(seed)
     if Q_ref is None or P_ref is None:
         full = fit_ml(G, K, Q0=Q_ref, P0=P_ref, seed=seed,
@@ -91,9 +93,7 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
     P_ref = np.asarray(P_ref, dtype=np.float64)
     if tol is None:
         tol = max(1e-4, 1e-8 * abs(loglikelihood(G, Q_ref, P_ref, threads=threads)))
-    block = math.ceil(n / 200) if block_size is None else int(block_size)
-    if block < 1:
-        raise UsageError(f"block_size must be >= 1, got {block}")
+    block = math.ceil(n / 200) if block_size is None else block_size
     starts = np.arange(0, n, block)
     n_draw = len(starts)
     total = np.zeros_like(Q_ref)

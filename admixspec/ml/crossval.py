@@ -20,10 +20,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..core.exceptions import UsageError
-from ..core.genotypes import check_dosage
 from ..core.parameters import check_params
 from ..core.threads import thread_limit
+from ..core.validation import Dosage, Interval, validate_params
 from ._kernels.likelihood import deviance_kernel, mask_fold_kernel
 from .likelihood import loglikelihood
 from .refine import fit_ml
@@ -58,6 +57,9 @@ def format_cv(K: int, result: CVResult) -> str:
     return f"CV error (K={K}): {result.error:.5f}"
 
 
+@validate_params({"dosage": Dosage(), "K": Interval(int, 1), "folds": Interval(int, 2),
+                  "tol": Interval(float, 0, closed="neither", allow_none=True),
+                  "threads": Interval(int, 1, allow_none=True)})
 def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
                    fit: Callable | None = None, start=None, tol: float | None = None,
                    threads: int | None = None) -> CVResult:
@@ -98,10 +100,7 @@ def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
     >>> cross_validate(G, 2, seed=1).error < cross_validate(G, 1, seed=1).error
     True
     """
-    G = check_dosage(dosage)
-    folds = int(folds)
-    if folds < 2:
-        raise UsageError(f"folds must be >= 2, got {folds}")
+    G = dosage
     rng = np.random.default_rng(seed)
     fold_seed = int(rng.integers(0, 2**62))
     if fit is None:

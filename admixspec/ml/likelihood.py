@@ -29,9 +29,9 @@ import numba
 import numpy as np
 
 from ..core.chunks import BLOCK_SIZE, as_chunks, map_sum
-from ..core.genotypes import check_dosage
 from ..core.parameters import check_params, clip_proportions
 from ..core.threads import thread_limit
+from ..core.validation import Dosage, Interval, validate_params
 from ._kernels.likelihood import deviance_kernel, em_kernel, loglik_kernel
 
 __all__ = [
@@ -210,6 +210,10 @@ def _chunk_em(G, rows, Q, update_p, want_ll, flagged):
 # --------------------------------------------------------------------------
 # public functions
 # --------------------------------------------------------------------------
+_CHECKS = {"dosage": Dosage(), "threads": Interval(int, 1, allow_none=True)}
+
+
+@validate_params(_CHECKS)
 def loglikelihood(dosage, Q, P, *, threads=None) -> float:
     """ADMIXTURE's binomial log-likelihood of genotypes under (Q, P).
 
@@ -240,12 +244,13 @@ def loglikelihood(dosage, Q, P, *, threads=None) -> float:
     >>> bool(abs(loglikelihood(G, Q, P) - 6 * np.log(0.5)) < 1e-9)
     True
     """
-    G = check_dosage(dosage)
+    G = dosage
     Q, P = check_params(Q, P, *G.shape)
     with thread_limit(threads):
         return Engine(G, Q.shape[1]).loglik(Q, P)
 
 
+@validate_params(_CHECKS)
 def em_step(dosage, Q, P, *, threads=None):
     """One plain EM step of ADMIXTURE's model (both Q and P updated).
 
@@ -271,12 +276,13 @@ def em_step(dosage, Q, P, *, threads=None):
     >>> loglikelihood(sim.genotypes.dosage, Q1, P1) >= ll0
     True
     """
-    G = check_dosage(dosage)
+    G = dosage
     Q, P = check_params(Q, P, *G.shape)
     with thread_limit(threads):
         return Engine(G, Q.shape[1]).em(Q, P)
 
 
+@validate_params(_CHECKS)
 def prediction_deviance(dosage, Q, P, *, threads=None) -> float:
     """Mean binomial deviance of observed genotypes under (Q, P).
 
@@ -303,7 +309,7 @@ def prediction_deviance(dosage, Q, P, *, threads=None) -> float:
     >>> round(prediction_deviance(G, np.ones((1, 1)), np.full((2, 1), 0.5)), 6)
     1.386294
     """
-    G = check_dosage(dosage)
+    G = dosage
     Q, P = check_params(Q, P, *G.shape)
     with thread_limit(threads):
         total, count = deviance_kernel(G, P, Q, -1, 1, 0)

@@ -23,9 +23,9 @@ import numpy as np
 
 from ..core.exceptions import ConvergenceWarning, InputError, UsageError
 from ..core.frequencies import allele_frequencies, least_squares_p, least_squares_q
-from ..core.genotypes import check_dosage
 from ..core.parameters import P_MAX, P_MIN, clip_proportions
 from ..core.threads import thread_limit
+from ..core.validation import Dosage, Interval, validate_params
 from .likelihood import Engine, make_engine
 from .refine import MLResult, _Fixed, accelerated_em
 
@@ -93,6 +93,9 @@ def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None) -> PGive
 UNKNOWN_LABELS = frozenset({"-", ".", "", "NA", "nan", "None"})
 
 
+@validate_params({"dosage": Dosage(), "tol": Interval(float, 0, closed="neither"),
+                  "max_iter": Interval(int, 1),
+                  "threads": Interval(int, 1, allow_none=True)})
 def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
             threads: int | None = None, callback=None) -> np.ndarray:
     """Maximum-likelihood ancestry proportions with P held fixed.
@@ -128,7 +131,7 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
     >>> float(abs(Q - sim.Q).mean()) < 0.03
     True
     """
-    G = check_dosage(dosage)
+    G = dosage
     P = np.clip(np.array(P, dtype=np.float64, order="C", ndmin=2), P_MIN, P_MAX)
     if P.shape[0] != G.shape[1]:
         raise UsageError(f"P has {P.shape[0]} rows but the data have {G.shape[1]} SNPs")
@@ -172,6 +175,10 @@ def _parse_labels(labels, m):
     return clean, populations
 
 
+@validate_params({"dosage": Dosage(), "K": Interval(int, 1, allow_none=True),
+                  "tol": Interval(float, 0, closed="neither"),
+                  "max_iter": Interval(int, 1),
+                  "threads": Interval(int, 1, allow_none=True)})
 def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
                    max_iter: int = 1000, seed=None, threads: int | None = None,
                    callback=None) -> SupervisedResult:
@@ -204,12 +211,12 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
     (['pop1', 'pop2'], True)
     """
     t_start = time.perf_counter()
-    G = check_dosage(dosage)
+    G = dosage
     m, n = G.shape
     clean, populations = _parse_labels(labels, m)
     if not populations:
         raise InputError("no individual has a reference population label")
-    K = len(populations) if K is None else int(K)
+    K = len(populations) if K is None else K
     if K < len(populations):
         raise UsageError(f"K={K} is smaller than the {len(populations)} reference "
                          "populations in the labels")

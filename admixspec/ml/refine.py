@@ -48,10 +48,10 @@ import numpy as np
 
 from ..core.exceptions import ConvergenceWarning, UsageError
 from ..core.frequencies import least_squares_p, least_squares_q
-from ..core.genotypes import check_dosage
 from ..core.parameters import P_MAX, P_MIN, check_params, clip_proportions
 from ..core.result import FitResult
 from ..core.threads import thread_limit
+from ..core.validation import Dosage, Interval, Options, validate_params
 from .initial import random_init, svd_starts
 from .likelihood import Engine, make_engine
 from .newton import BlockNewton
@@ -529,8 +529,6 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
     random starts from such seeds. Float64 arrays inside the parameter box.
     """
     m, n = G.shape
-    if init not in _INITS:
-        raise UsageError(f"init must be one of {_INITS}, got {init!r}")
     first = []
     if Q0 is not None and P0 is not None:
         first, how = [check_params(Q0, P0, m, n)], "given"
@@ -557,6 +555,18 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
     return first + [check_params(Q, P, m, n) for Q, P in pairs], how
 
 
+@validate_params({
+    "dosage": Dosage(),
+    "K": Interval(int, 1),
+    "init": Options(*_INITS),
+    "tol": Interval(float, 0, closed="neither"),
+    "max_iter": Interval(int, 1),
+    "threads": Interval(int, 1, allow_none=True),
+    "batches": Interval(int, 1, allow_none=True),
+    "accel": Options(*_ACCELS),
+    "starts": Interval(int, 1, allow_none=True),
+    "screen_iter": Interval(int, 0),
+})
 def fit_ml(
     dosage,
     K: int,
@@ -636,19 +646,12 @@ def fit_ml(
     (True, True)
     """
     t_start = time.perf_counter()
-    G = check_dosage(dosage)
-    K = int(K)
-    if K < 1:
-        raise UsageError(f"K must be >= 1, got {K}")
-    if tol <= 0:
-        raise UsageError(f"tol must be positive, got {tol}")
-    if accel not in _ACCELS:
-        raise UsageError(f"accel must be one of {_ACCELS}, got {accel!r}")
+    G = dosage
     given = Q0 is not None or P0 is not None
     if starts is None:
         starts = DEFAULT_STARTS if accel == "newton" and not given else 1
-    if int(starts) < 1 or (accel != "newton" and int(starts) > 1):
-        raise UsageError(f"starts must be >= 1 (1 for accel='squarem'), got {starts}")
+    if accel != "newton" and starts > 1:
+        raise UsageError(f"starts must be 1 for accel='squarem', got {starts}")
     m, n = G.shape
     with thread_limit(threads):
         engine = make_engine(G, K)
