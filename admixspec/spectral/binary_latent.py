@@ -10,7 +10,7 @@ shape ``(n_samples, d)`` and ``X ~= H @ W``.
 
 :func:`fit_binary_latent` implements Algorithm 1 (``sigma = 0``: exact binary filter) and
 Algorithm 2 (``sigma > 0``: sigma-corrected moments, whitening, all tensor eigenpairs,
-candidates ``K u / lam`` with ``lam >= 1 - tau``, Kolmogorov-Smirnov filter,
+candidates ``whitening u / lam`` with ``lam >= 1 - tau``, Kolmogorov-Smirnov filter,
 ``W = pinv(V_S)``). The comparison methods of the paper's Figure 2 are :func:`wls_step`
 (Spectral+WLS, appendix "Adding a weighted least square step"), :func:`fit_als` (ALS
 from a random binary start, appendix ALS) and :func:`fit_oracle` (least squares given
@@ -295,10 +295,10 @@ class BinaryLatentResult:
         All eigenpairs found of the whitened tensor.
     tensor : numpy.ndarray, shape (d, d, d)
         The (sigma-corrected) whitened third moment.
-    K : numpy.ndarray, shape (m, d)
-        Whitening matrix, ``K^T M2_sigma K = I``.
+    whitening : numpy.ndarray, shape (m, d)
+        Whitening matrix, ``whitening^T M2_sigma whitening = I``.
     candidates : numpy.ndarray, shape (c, m)
-        Candidates ``K u / lam`` of the eigenpairs with ``lam >= 1 - tau`` (rows).
+        Candidates ``whitening u / lam`` of the eigenpairs with ``lam >= 1 - tau`` (rows).
     candidate_values : numpy.ndarray, shape (c,)
         Their eigenvalues ``lam``.
     candidate_index : numpy.ndarray, int, shape (c,)
@@ -325,7 +325,7 @@ class BinaryLatentResult:
     estimated: dict
     eigenpairs: TensorEigenpairs
     tensor: np.ndarray
-    K: np.ndarray
+    whitening: np.ndarray
     candidates: np.ndarray
     candidate_values: np.ndarray
     candidate_index: np.ndarray
@@ -339,8 +339,8 @@ class BinaryLatentResult:
 
 
 def _whitened_moments(X, d, sigma):
-    """Whitening matrix K (m, d), sigma-corrected whitened tensor (d, d, d) and the
-    whitened samples Z = X K (n, d), which polishing reuses."""
+    """Whitening matrix (m, d), sigma-corrected whitened tensor (d, d, d) and the
+    whitened samples Z = X whitening (n, d), which polishing reuses."""
     n, m = X.shape
     M2 = X.T @ X / n
     if sigma > 0:
@@ -352,18 +352,18 @@ def _whitened_moments(X, d, sigma):
             f"the (noise-corrected) second moment has rank < d = {d}; "
             f"its top eigenvalues are {np.array2string(evals, precision=3)}"
         )
-    K = evecs / np.sqrt(evals)
-    Z = X @ K
+    whitening = evecs / np.sqrt(evals)
+    Z = X @ whitening
     T = third_moment(Z)
     if sigma > 0:
-        a = K.T @ X.mean(axis=0)
-        G = K.T @ K
+        a = whitening.T @ X.mean(axis=0)
+        gram = whitening.T @ whitening
         T = T - sigma**2 * (
-            np.einsum("i,jk->ijk", a, G)
-            + np.einsum("j,ik->ijk", a, G)
-            + np.einsum("k,ij->ijk", a, G)
+            np.einsum("i,jk->ijk", a, gram)
+            + np.einsum("j,ik->ijk", a, gram)
+            + np.einsum("k,ij->ijk", a, gram)
         )
-    return K, T, Z
+    return whitening, T, Z
 
 
 def _binary_residual_terms(Y, S):
@@ -388,10 +388,10 @@ def _ks_scores(Y, lam, sigma, norms):
     Ys = np.sort(Y, axis=0)
     p1 = 1.0 / lam**2
     s = sigma * norms
-    G = (1.0 - p1) * ndtr(Ys / s) + p1 * ndtr((Ys - 1.0) / s)
+    cdf = (1.0 - p1) * ndtr(Ys / s) + p1 * ndtr((Ys - 1.0) / s)
     hi = np.arange(1, n + 1)[:, None] / n
     lo = np.arange(0, n)[:, None] / n
-    return np.maximum(np.max(hi - G, axis=0), np.max(G - lo, axis=0))
+    return np.maximum(np.max(hi - cdf, axis=0), np.max(cdf - lo, axis=0))
 
 
 def _round_scores(Y, norms):
@@ -403,10 +403,10 @@ def _round_scores(Y, norms):
     return res
 
 
-def _binary_residual_newton(Z, U, G, sigma, max_iter, tol):
+def _binary_residual_newton(Z, U, gram, sigma, max_iter, tol):
     """Newton iterations on q (see :func:`polish_candidates`) for the columns of U.
 
-    Z (n, d) whitened samples, U (d, c) candidates in whitened coordinates, G = K^T K.
+    Z (n, d) whitened samples, U (d, c) candidates in whitened coordinates, gram = whitening^T whitening.
     Returns the iterates (d, c) and which columns converged (largest step component
     below tol relative to max(1, largest component of u)).
     """
@@ -420,12 +420,12 @@ def _binary_residual_newton(Z, U, G, sigma, max_iter, tol):
     width = max(1, _CHUNK_ELEMENTS // max(n, 1))
     for c0 in range(0, U.shape[1], width):
         block = slice(c0, c0 + width)
-        U[:, block], converged[block] = _newton_columns(Z, ZZ, iu, U[:, block], G, sigma,
+        U[:, block], converged[block] = _newton_columns(Z, ZZ, iu, U[:, block], gram, sigma,
                                                         max_iter, tol)
     return U, converged
 
 
-def _newton_columns(Z, ZZ, iu, U, G, sigma, max_iter, tol):
+def _newton_columns(Z, ZZ, iu, U, gram, sigma, max_iter, tol):
     """The Newton iterations of :func:`_binary_residual_newton` on one block of columns."""
     n, d = Z.shape
     s2 = sigma**2
@@ -435,22 +435,22 @@ def _newton_columns(Z, ZZ, iu, U, G, sigma, max_iter, tol):
             break
         Ua = U[:, active]
         Y = Z @ Ua
-        GU = G @ Ua
-        S = s2 * np.einsum("dc,dc->c", Ua, GU)  # noise variance of y = u^T z
+        gram_U = gram @ Ua
+        S = s2 * np.einsum("dc,dc->c", Ua, gram_U)  # noise variance of y = u^T z
         # q per sample: f(y, S) = He-corrected y^4 - 2 y^3 + y^2 (see polish_candidates)
         f_y = 4 * Y**3 - 12 * S * Y - 6 * Y**2 + 6 * S + 2 * Y
         f_S = (-6 * Y**2 + 6 * Y + 6 * S - 1).mean(axis=0)
         f_yy = 12 * Y**2 - 12 * S - 12 * Y + 2
         f_yS = Z.T @ (6 - 12 * Y) / n  # (d, c)
-        grad = Z.T @ f_y / n + 2 * s2 * GU * f_S
+        grad = Z.T @ f_y / n + 2 * s2 * gram_U * f_S
         hess = np.empty((len(active), d, d))
         packed = (ZZ.T @ f_yy / n).T
         hess[:, iu[0], iu[1]] = packed
         hess[:, iu[1], iu[0]] = packed
-        outer = np.einsum("ic,jc->cij", f_yS, GU)
+        outer = np.einsum("ic,jc->cij", f_yS, gram_U)
         hess += 2 * s2 * (outer + outer.transpose(0, 2, 1))
-        hess += 24 * s2**2 * np.einsum("ic,jc->cij", GU, GU)
-        hess += 2 * s2 * f_S[:, None, None] * G
+        hess += 24 * s2**2 * np.einsum("ic,jc->cij", gram_U, gram_U)
+        hess += 2 * s2 * f_S[:, None, None] * gram
         try:
             step = np.linalg.solve(hess, grad.T[..., None])[..., 0].T
         except np.linalg.LinAlgError:  # a singular Hessian: minimum-norm Newton steps
@@ -463,7 +463,7 @@ def _newton_columns(Z, ZZ, iu, U, G, sigma, max_iter, tol):
     return U, converged & np.isfinite(U).all(axis=0)
 
 
-def polish_candidates(X, K, candidates, sigma: float, *, max_iter: int = 30,
+def polish_candidates(X, whitening, candidates, sigma: float, *, max_iter: int = 30,
                       tol: float = 1e-9, max_move: float = 0.5,
                       subsample: int = 20_000, seed=None):
     """Move each candidate to the nearby zero of the binary residual (not in the paper).
@@ -483,7 +483,7 @@ def polish_candidates(X, K, candidates, sigma: float, *, max_iter: int = 30,
     uses only the third moment, whose Jacobian at a true eigenpair can be nearly
     singular when ``h`` is correlated (the pair then vanishes from the sample tensor);
     ``q``'s minimum stays well-conditioned. Newton's method on ``q``, restricted to the
-    whitened signal subspace ``v = K u`` (outside it ``q`` is flat), takes an approximate
+    whitened signal subspace ``v = whitening u`` (outside it ``q`` is flat), takes an approximate
     candidate (an eigenpair or near-eigenpair) to the minimum; it is an M-estimator,
     consistent at rate ``n^-1/2``. Iterations run on a random ``subsample`` of rows
     first and finish on all of them.
@@ -491,7 +491,7 @@ def polish_candidates(X, K, candidates, sigma: float, *, max_iter: int = 30,
     Parameters
     ----------
     X : array_like, float, shape (n, m)
-    K : array_like, float, shape (m, d)
+    whitening : array_like, float, shape (m, d)
         Whitening matrix (columns span the signal subspace).
     candidates : array_like, float, shape (c, m)
         Starting candidates (rows).
@@ -520,30 +520,30 @@ def polish_candidates(X, K, candidates, sigma: float, *, max_iter: int = 30,
     --------
     >>> data = simulate_binary_latent(20000, d=3, m=10, sigma=0.3, seed=3)
     >>> V = np.linalg.pinv(data.W).T  # true candidates (rows)
-    >>> K = np.linalg.pinv(data.W)  # its columns span the signal subspace
-    >>> P, moved = polish_candidates(data.X, K, V + 0.02, 0.3, seed=0)
+    >>> whitening = np.linalg.pinv(data.W)  # its columns span the signal subspace
+    >>> P, moved = polish_candidates(data.X, whitening, V + 0.02, 0.3, seed=0)
     >>> bool(moved.all()), bool(np.abs(P - V).max() < 0.01)
     (True, True)
     """
     X = np.asarray(X, dtype=np.float64)
-    K = np.asarray(K, dtype=np.float64)
+    whitening = np.asarray(whitening, dtype=np.float64)
     if sigma <= 0:
         raise UsageError(f"polish_candidates needs sigma > 0, got {sigma}")
-    return _polish_whitened(X @ K, K, candidates, sigma, max_iter=max_iter, tol=tol,
+    return _polish_whitened(X @ whitening, whitening, candidates, sigma, max_iter=max_iter, tol=tol,
                             max_move=max_move, subsample=subsample,
                             rng=np.random.default_rng(seed))
 
 
-def _polish_whitened(Z, K, candidates, sigma, *, max_iter=30, tol=1e-9, max_move=0.5,
+def _polish_whitened(Z, whitening, candidates, sigma, *, max_iter=30, tol=1e-9, max_move=0.5,
                      subsample=20_000, rng=None):
-    """:func:`polish_candidates` given the whitened samples Z = X K (n, d)."""
+    """:func:`polish_candidates` given the whitened samples Z = X whitening (n, d)."""
     C = np.asarray(candidates, dtype=np.float64)
-    G = K.T @ K
-    U = np.linalg.solve(G, K.T @ C.T)  # (d, c): candidates in whitened coordinates
+    gram = whitening.T @ whitening
+    U = np.linalg.solve(gram, whitening.T @ C.T)  # (d, c): candidates in whitened coordinates
     converged = np.ones(U.shape[1], dtype=bool)
     if len(Z) > 2 * subsample:
         rows = rng.choice(len(Z), subsample, replace=False)
-        U, converged = _binary_residual_newton(Z[np.sort(rows)], U, G, sigma, max_iter,
+        U, converged = _binary_residual_newton(Z[np.sort(rows)], U, gram, sigma, max_iter,
                                                tol * 1e2)
     # only starts that converged on the subsample go on (a start that wanders there is
     # not near a minimum); starts that reached one minimum finish as one
@@ -551,12 +551,12 @@ def _polish_whitened(Z, K, candidates, sigma, *, max_iter=30, tol=1e-9, max_move
     unique = np.unique(first[converged])
     # from a subsample minimum Newton converges in a few steps; more means no minimum
     full_iter = max_iter if len(Z) <= 2 * subsample else min(max_iter, 8)
-    U_unique, done = _binary_residual_newton(Z, U[:, unique], G, sigma, full_iter, tol)
+    U_unique, done = _binary_residual_newton(Z, U[:, unique], gram, sigma, full_iter, tol)
     going_on = np.flatnonzero(converged)
     slot = np.searchsorted(unique, first[going_on])
     U[:, going_on] = U_unique[:, slot]
     converged[going_on] = done[slot]
-    polished = (K @ U).T
+    polished = (whitening @ U).T
     move = np.linalg.norm(polished - C, axis=1) / np.linalg.norm(C, axis=1)
     moved = converged & (move <= max_move)
     return np.where(moved[:, None], polished, C), moved
@@ -593,14 +593,14 @@ def _score_candidates(X_score, cand, lam, sigma, score):
     return scores, binary_z
 
 
-def _random_start_minima(Z, K, sigma, n_starts, rng):
+def _random_start_minima(Z, whitening, sigma, n_starts, rng):
     """Binary-residual minima reached from random starts whose projection has a mean
     in (0.005, 0.995); rows, shape (k, m)."""
     mean_z = Z.mean(axis=0)
-    U = rng.standard_normal((K.shape[1], n_starts))
+    U = rng.standard_normal((whitening.shape[1], n_starts))
     U *= 0.5 / (mean_z @ U)  # scaled so that mean(v^T x) = 1/2
-    polished, moved = _polish_whitened(Z, K, (K @ U).T, sigma, max_move=np.inf, rng=rng)
-    U = np.linalg.solve(K.T @ K, K.T @ polished[moved].T)
+    polished, moved = _polish_whitened(Z, whitening, (whitening @ U).T, sigma, max_move=np.inf, rng=rng)
+    U = np.linalg.solve(whitening.T @ whitening, whitening.T @ polished[moved].T)
     mean = mean_z @ U
     return polished[moved][(mean > 0.005) & (mean < 0.995)]
 
@@ -665,11 +665,11 @@ def _likelihood_subset(X, cand, pool, d, sigma, rng, max_rows=20_000):
     return np.array(current), swaps
 
 
-def _polished(Z, x_mean, K, cand, lam, index, sigma, rng):
+def _polished(Z, x_mean, whitening, cand, lam, index, sigma, rng):
     """Polish candidates, re-derive lam of the moved ones, drop duplicates and
     candidates whose projection is not a proper two-point variable (mean outside
     (0.005, 0.995)); x_mean is the mean row of the scoring samples."""
-    cand, moved = _polish_whitened(Z, K, cand, sigma, rng=rng)
+    cand, moved = _polish_whitened(Z, whitening, cand, sigma, rng=rng)
     mean = x_mean @ cand.T  # E[v^T x] = P(h = 1) for a true candidate
     proper = np.isfinite(mean) & (mean > 0.005) & (mean < 0.995)
     lam = np.where(moved & proper, 1.0 / np.sqrt(np.where(proper, mean, 1.0)), lam)
@@ -728,7 +728,7 @@ def _dimension_and_noise(X, d, sigma):
     return d, sigma
 
 
-def _eigen_candidates(T, K, ep, d, sigma, *, tau, near_pairs, near_residual, rng, info):
+def _eigen_candidates(T, whitening, ep, d, sigma, *, tau, near_pairs, near_residual, rng, info):
     """Candidate rows of V from the eigenpairs (and near-eigenpairs) of T.
 
     Returns ``(candidates (c, m), lam (c,), index (c,))``; ``index`` is the
@@ -758,7 +758,7 @@ def _eigen_candidates(T, K, ep, d, sigma, *, tau, near_pairs, near_residual, rng
     U = np.vstack([ep.vectors[keep], near_U])
     lam = np.concatenate([ep.values[keep], near_lam])
     keep = np.concatenate([keep, -1 - np.arange(len(near_lam))])
-    return (K @ U.T / lam).T, lam, keep
+    return (whitening @ U.T / lam).T, lam, keep
 
 
 class _Candidates:
@@ -768,10 +768,10 @@ class _Candidates:
         self.rows, self.lam, self.index = rows, lam, index
         self.scores, self.binary_z = scores, binary_z
 
-    def extend_by_random_starts(self, Z, K, X_score, x_mean, sigma, *, score, n_starts,
+    def extend_by_random_starts(self, Z, whitening, X_score, x_mean, sigma, *, score, n_starts,
                                 binary_test, rng) -> int:
         """Add the distinct polished random starts that pass the binary test."""
-        extra = _random_start_minima(Z, K, sigma, n_starts, rng)
+        extra = _random_start_minima(Z, whitening, sigma, n_starts, rng)
         extra_lam = 1.0 / np.sqrt(x_mean @ extra.T)
         extra_scores, extra_z = _score_candidates(X_score, extra, extra_lam, sigma,
                                                   score)
@@ -923,16 +923,16 @@ def fit_binary_latent(
     else:
         X_mom = X_score = X
 
-    K, T, Z = _whitened_moments(X_mom, d, sigma)
+    whitening, T, Z = _whitened_moments(X_mom, d, sigma)
     ep = eigenpairs(T, n_starts=n_starts, seed=rng)
     info: dict = {}
     cand, lam, keep = _eigen_candidates(
-        T, K, ep, d, sigma, tau=tau, near_pairs=near_pairs, near_residual=near_residual,
+        T, whitening, ep, d, sigma, tau=tau, near_pairs=near_pairs, near_residual=near_residual,
         rng=rng, info=info,
     )
     x_mean = X_score.mean(axis=0)
     if polish and sigma > 0:
-        cand, lam, keep, moved = _polished(Z, x_mean, K, cand, lam, keep, sigma, rng)
+        cand, lam, keep, moved = _polished(Z, x_mean, whitening, cand, lam, keep, sigma, rng)
         info["n_polished"] = int(moved.sum())
         if len(cand) < d:
             raise InputError(
@@ -943,7 +943,7 @@ def fit_binary_latent(
     testing = binary_test is not None and sigma > 0
     if testing and polish and random_starts and np.sum(c.binary_z <= binary_test) < d:
         info["n_random_start"] = c.extend_by_random_starts(
-            Z, K, X_score, x_mean, sigma, score=score, n_starts=int(random_starts) * d,
+            Z, whitening, X_score, x_mean, sigma, score=score, n_starts=int(random_starts) * d,
             binary_test=binary_test, rng=rng,
         )
     sel = _select_candidates(c, d, sigma, X_score, binary_tol=binary_tol,
@@ -953,7 +953,7 @@ def fit_binary_latent(
     if method == "spectral+wls" and sigma > 0:
         W = wls_step(X, W, sigma)
     return BinaryLatentResult(
-        W=W, V=V, d=d, sigma=sigma, estimated=estimated, eigenpairs=ep, tensor=T, K=K,
+        W=W, V=V, d=d, sigma=sigma, estimated=estimated, eigenpairs=ep, tensor=T, whitening=whitening,
         candidates=c.rows, candidate_values=c.lam, candidate_index=c.index,
         scores=c.scores, binary_z=c.binary_z, selected=sel, method=method,
         score=score if sigma > 0 else "binary",
