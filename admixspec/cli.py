@@ -736,17 +736,28 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure_logging(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def _logging_to_stderr(args: argparse.Namespace):
+    """Log as ``admixspec: <message>`` on stderr within the block, then restore the loggers.
+
+    In-process callers of :func:`main` (tests, notebooks, workflows) keep their
+    own logging configuration afterwards.
+    """
     level = logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("admixspec: %(message)s"))
-    logger.handlers = [handler]
-    logger.setLevel(level)
-    logger.propagate = False
     # Python warnings (logging.captureWarnings) print in the same format.
-    warnings_logger = logging.getLogger("py.warnings")
-    warnings_logger.handlers = [handler]
-    warnings_logger.propagate = False
+    loggers = [logger, logging.getLogger("py.warnings")]
+    saved = [(each.handlers, each.level, each.propagate) for each in loggers]
+    for each in loggers:
+        each.handlers, each.propagate = [handler], False
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        for each, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+            each.handlers, each.propagate = handlers, propagate
+            each.setLevel(level)
 
 
 @contextlib.contextmanager
@@ -800,9 +811,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     args._argv = sys.argv[1:] if argv is None else list(argv)
-    _configure_logging(args)
     try:
-        with _warnings_as_log_lines():
+        with _logging_to_stderr(args), _warnings_as_log_lines():
             return int(args.runner(args) or 0)
     except UsageError as error:
         if args.debug:

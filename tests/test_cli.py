@@ -374,3 +374,16 @@ class TestSubprocess:
         assert result.stderr.splitlines() == [
             f"admixspec: error: {path}: cannot read as VCF/BCF (cannot parse VCF header)"
         ]
+
+
+class TestProcessState:
+    def test_main__restores_the_callers_logging(self, tmp_path):
+        import logging
+
+        admixspec_logger = logging.getLogger("admixspec")
+        before = (list(admixspec_logger.handlers), admixspec_logger.level,
+                  admixspec_logger.propagate)
+        main(["simulate", "--model", "balding-nichols", "-m", "10", "--n-snps", "50",
+              "--out", str(tmp_path / "x"), "-q"])
+        assert (list(admixspec_logger.handlers), admixspec_logger.level,
+                admixspec_logger.propagate) == before
