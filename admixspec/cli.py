@@ -886,10 +886,12 @@ def _warning_line(message, category, filename, lineno, line=None) -> str:
 
 
 def _error_line(error: BaseException) -> str:
+    from .io.errors import one_line  # a parser's message may span lines
+
     if isinstance(error, OSError):
         where = f"{error.filename}: " if error.filename else ""
-        return f"admixspec: error: {where}{error.strerror or error}"
-    return f"admixspec: error: {error}"
+        return f"admixspec: error: {where}{one_line(error.strerror or error)}"
+    return f"admixspec: error: {one_line(error)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..exceptions import InputError, import_optional
 from ..genotypes import MISSING, Genotypes
+from .errors import check_complete_rows
 from .plink import _is_snp_allele, _region_mask, _sample_rows
 
 __all__ = ["pgen_prefix", "read_pgen"]
@@ -102,6 +103,7 @@ def _read_plink2_table(
         table = pd.DataFrame({name: pd.Series(dtype=object) for name in headerless})
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
         raise InputError(f"cannot parse {kind} file ({error})", path=path) from None
+    check_complete_rows(table, path, kind)
     return table
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..exceptions import InputError
 from ..genotypes import MISSING, Genotypes
+from .errors import check_complete_rows
 
 __all__ = ["plink_prefix", "read_plink", "write_plink"]
 
@@ -63,6 +64,7 @@ def _read_table(path: Path, columns: list[str], kind: str) -> pd.DataFrame:
             f"expected {len(columns)} columns in a {kind} file, found {table.shape[1]}",
             path=path,
         )
+    check_complete_rows(table, path, kind)
     table.columns = columns
     return table
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..exceptions import InputError
 from ..filters import apply_filters, check_usable, parse_indep_pairwise
 from ..genotypes import Genotypes
+from .errors import FORMAT_NAMES, reading
 from .pgen import pgen_prefix, read_pgen
 from .plink import plink_prefix, read_plink
 from .vcf import read_vcf
@@ -164,16 +165,18 @@ def read_genotypes(
     if keep is not None:
         samples = read_keep(keep) if isinstance(keep, (str, os.PathLike)) else list(keep)
     kind = detect_format(path)
-    if kind == "plink":
-        genotypes = read_plink(
-            plink_prefix(path), samples=samples, region=region, num_threads=num_threads
-        )
-    elif kind == "pgen":
-        genotypes = read_pgen(pgen_prefix(path), samples=samples, region=region)
-    elif kind == "vcz":
-        genotypes = read_vcz(path, samples=samples, region=region)
-    else:
-        genotypes = read_vcf(path, samples=samples, region=region)
+    with reading(path, FORMAT_NAMES[kind]):
+        if kind == "plink":
+            genotypes = read_plink(
+                plink_prefix(path), samples=samples, region=region,
+                num_threads=num_threads
+            )
+        elif kind == "pgen":
+            genotypes = read_pgen(pgen_prefix(path), samples=samples, region=region)
+        elif kind == "vcz":
+            genotypes = read_vcz(path, samples=samples, region=region)
+        else:
+            genotypes = read_vcf(path, samples=samples, region=region)
     genotypes = apply_filters(
         genotypes, maf=maf, geno=geno, mind=mind, drop_monomorphic=drop_monomorphic,
         indep_pairwise=indep_pairwise,

@@ -24,6 +24,7 @@ import pandas as pd
 from ..filters import apply_filters
 from ..genotypes import Genotypes, placeholder_variants, snp_statistics
 from ..ml.chunks import chunk_bounds
+from .errors import FORMAT_NAMES, reading
 
 __all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "input_shape",
            "open_streamed"]
@@ -130,7 +131,8 @@ class StreamedChunks(ABC):
         if self._dosage is None:
             self._dosage = np.empty(self.n_individuals * self.chunk_snps, dtype=np.int8)
         out = self._dosage[: self.n_individuals * width].reshape(self.n_individuals, width)
-        self._decode_into(out, 0, start, stop)
+        with reading(self.path, "a genotype file"):
+            self._decode_into(out, 0, start, stop)
         return out
 
     @abstractmethod
@@ -178,7 +180,8 @@ class StreamedChunks(ABC):
         """All kept genotypes in memory, int8 (n_individuals, n_snps)."""
         G = np.empty((self.n_individuals, self.n_snps), dtype=np.int8)
         for start, stop in self.bounds:  # decoded in place: no chunk buffer, no copy
-            self._decode_into(G, start, start, stop)
+            with reading(self.path, "a genotype file"):
+                self._decode_into(G, start, start, stop)
         return G
 
 
@@ -295,10 +298,12 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
     from .reader import detect_format
     from .vcz import open_streamed_vcz
 
-    opener = {"plink": open_streamed_bed, "vcz": open_streamed_vcz}[detect_format(path)]
-    return opener(path, memory_bytes=memory_bytes, samples=samples, region=region,
-                  filters={"maf": maf, "geno": geno, "mind": mind,
-                           "drop_monomorphic": drop_monomorphic})
+    kind = detect_format(path)
+    opener = {"plink": open_streamed_bed, "vcz": open_streamed_vcz}[kind]
+    with reading(path, FORMAT_NAMES[kind]):
+        return opener(path, memory_bytes=memory_bytes, samples=samples, region=region,
+                      filters={"maf": maf, "geno": geno, "mind": mind,
+                               "drop_monomorphic": drop_monomorphic})
 
 
 def input_shape(path) -> tuple[int, int] | None:
@@ -311,5 +316,9 @@ def input_shape(path) -> tuple[int, int] | None:
     from .reader import detect_format
     from .vcz import store_shape
 
-    shape = {"plink": fileset_shape, "vcz": store_shape}.get(detect_format(path))
-    return None if shape is None else shape(path)
+    kind = detect_format(path)
+    shape = {"plink": fileset_shape, "vcz": store_shape}.get(kind)
+    if shape is None:
+        return None
+    with reading(path, FORMAT_NAMES[kind]):
+        return shape(path)
