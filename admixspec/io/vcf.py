@@ -47,6 +47,7 @@ import pandas as pd
 
 from ..exceptions import InputError, UsageError
 from ..genotypes import MISSING, Genotypes
+from .admixture import _umask
 
 __all__ = ["BgzfWriter", "parse_region", "read_vcf", "write_vcf"]
 
@@ -578,7 +579,7 @@ def write_vcf(
                 sink.write(chunk)
             if compressed:
                 sink.close()
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp made it 0o600: the umask's mode
         if compressed and index:
             tabix = shutil.which("tabix")
             if tabix is None:
