@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,17 @@ def failing_on_call(function, call: int, error: BaseException):
 def hapmap3_fixture() -> Path:
     """Folder of the ADMIXTURE tutorial's HapMap3 data and ADMIXTURE's outputs."""
     return require_realdata(HAPMAP3)
+
+
+@pytest.fixture(autouse=True)
+def _restore_loggers_fixture():
+    """Undo what ``admixspec.cli.main`` does to the ``admixspec`` and ``py.warnings``
+    loggers (its own handler, ``propagate = False``), so that a later test's
+    ``caplog`` still sees admixspec's records whatever ran before it."""
+    loggers = [logging.getLogger(name) for name in ("admixspec", "py.warnings")]
+    saved = [(logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
+    yield
+    for logger, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate

@@ -102,4 +102,5 @@ class TestCiScript:
         default = lines.index("python -m pytest || status=$?")
         slow = [i for i, line in enumerate(lines)
                 if line.startswith("python -m pytest -m slow")]
-        assert slow and slow[0] > default
+        assert slow
+        assert slow[0] > default

@@ -155,7 +155,8 @@ def not_utf8(data: bytes, rng) -> bytes:
     lines, first = _lines(data)
     row = int(rng.integers(first, len(lines)))
     at = int(rng.integers(0, len(lines[row]) - 1))
-    lines[row] = lines[row][:at] + bytes([int(rng.integers(0x80, 0xC0))]) + lines[row][at:]
+    bad = bytes([int(rng.integers(0x80, 0xC0))])
+    lines[row] = lines[row][:at] + bad + lines[row][at:]
     return b"".join(lines)
 
 
@@ -375,7 +376,7 @@ class TestZarrMetadata:
     @pytest.mark.skipif(sys.version_info < (3, 11),
                         reason="no numcodecs release that refuses supports Python 3.10")
     def test_installed_numcodecs__refuses_to_unpickle(self):
-        """The ``zarr`` extra requires a numcodecs that refuses (0.15.2, 0.16.6, 0.17.1+)."""
+        """The zarr extra asks for a numcodecs that refuses (0.15.2, 0.16.6, 0.17.1+)."""
         numcodecs = pytest.importorskip("numcodecs")
         from numcodecs.errors import UnsafeDecodeError
 

@@ -1,4 +1,4 @@
-"""Importing admixspec changes nothing process-wide; the files it writes follow the umask."""
+"""Importing admixspec changes nothing process-wide; files it writes follow the umask."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from admixspec.io import write_plink, write_q, write_vcf
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
-_ADMIXSPEC = "admixspec, admixspec.cli, admixspec.gpu.kernels, admixspec.io, admixspec.plot"
+_ADMIXSPEC = ("admixspec, admixspec.cli, admixspec.gpu.kernels, admixspec.io, "
+              "admixspec.plot")
 
 #: Lists the modules other than admixspec's that importing admixspec loads.
 _DEPENDENCIES = f"""
@@ -66,7 +67,8 @@ def test_import__leaves_numpy_and_process_state_unchanged():
     listed = subprocess.run([sys.executable, "-c", _DEPENDENCIES], capture_output=True,
                             text=True, env=env, timeout=600, check=True)
     dependencies = listed.stdout.split()
-    assert "numpy" in dependencies and "numba" in dependencies
+    assert "numpy" in dependencies
+    assert "numba" in dependencies
     done = subprocess.run([sys.executable, "-c", _SNAPSHOT, *dependencies],
                           capture_output=True, text=True, env=env, timeout=600,
                           check=False)

@@ -1,4 +1,4 @@
-"""The Dask cluster mode's security: TLS schedulers, local:N's TLS, plain-address warnings.
+"""The Dask cluster mode's security: TLS schedulers, local:N's TLS, plain-tcp warnings.
 
 A real scheduler and two workers are started as ``dask scheduler`` / ``dask
 worker`` processes on 127.0.0.1 with TLS, from certificates made here (a
@@ -25,7 +25,6 @@ import pytest
 
 from admixspec import read_q, simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.exceptions import UsageError
 from admixspec.io import write_plink
 
 distributed = pytest.importorskip("distributed")
@@ -173,13 +172,17 @@ def assert_refused_without_certificate(address: str, ca) -> None:
         context.load_verify_locations(cadata=str(ca))
     else:
         context.load_verify_locations(cafile=str(ca))
-    with socket.create_connection((host, int(port)), timeout=REFUSED_TIMEOUT * 4) as raw:
-        with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
-            with context.wrap_socket(raw) as tls:
-                tls.sendall(b"\0" * 8)
-                data = tls.recv(1)
-                if not data:  # closed without an alert: refused all the same
-                    raise ConnectionResetError("closed by the server")
+    def first_byte() -> bytes:
+        with socket.create_connection((host, int(port)), timeout=REFUSED_TIMEOUT * 4) \
+                as raw, context.wrap_socket(raw) as tls:
+            tls.sendall(b"\0" * 8)
+            data = tls.recv(1)
+        if not data:  # closed without an alert: refused all the same
+            raise ConnectionResetError("closed by the server")
+        return data
+
+    with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+        first_byte()
 
 
 def _tls_flags(certs, cert="client"):
@@ -206,8 +209,8 @@ class TestTlsScheduler:
     def test_connect__scheduler_file_with_tls_address(self, tls_cluster_fixture,
                                                       certificates_fixture):
         _, scheduler_file = tls_cluster_fixture
-        security = tls_security(certificates_fixture["ca"], certificates_fixture["client"],
-                                certificates_fixture["client_key"])
+        certs = certificates_fixture
+        security = tls_security(certs["ca"], certs["client"], certs["client_key"])
         with connect(str(scheduler_file), security=security) as client:
             assert len(client.scheduler_info()["workers"]) == 2
 

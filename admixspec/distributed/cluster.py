@@ -74,11 +74,12 @@ def use_client(client, *, chunk_snps=None, threads=1):
 
     Examples
     --------
-    >>> from dask.distributed import Client, LocalCluster  # doctest: +SKIP
-    >>> with LocalCluster(n_workers=2) as cluster, Client(cluster) as client:
-    ...     with use_client(client) as traffic:
-    ...         result = fit_admixture(genotypes, 3, seed=1)  # doctest: +SKIP
-    ...     print(traffic.describe())  # doctest: +SKIP
+    Two local worker processes (not run as a doctest: it starts a cluster, which
+    :func:`connect` secures with TLS)::
+
+        with connect("local:2") as client, use_client(client) as traffic:
+            result = fit_admixture(genotypes, 3, seed=1)
+        print(traffic.describe())
     """
     from ..gpu import default_device
     from ..ml.chunks import placement

@@ -63,11 +63,13 @@ def reading(path, what: str):
 
     Examples
     --------
-    >>> with reading("x.vcz", "a VCF Zarr store"):
-    ...     raise RuntimeError("error during blosc decompression: -1")
-    Traceback (most recent call last):
-    ...
-    admixspec.exceptions.InputError: x.vcz: cannot read as a VCF Zarr store (RuntimeError: error during blosc decompression: -1)
+    >>> try:
+    ...     with reading("x.vcz", "a VCF Zarr store"):
+    ...         raise RuntimeError("error during blosc decompression: -1")
+    ... except InputError as error:
+    ...     print(error)
+    x.vcz: cannot read as a VCF Zarr store (RuntimeError: error during blosc \
+decompression: -1)
     """
     try:
         yield
@@ -117,7 +119,7 @@ def check_complete_rows(table, path, kind: str) -> None:
     ...                     ".bim")
     Traceback (most recent call last):
     ...
-    admixspec.exceptions.InputError: t.bim: record 2 of the .bim file has 1 of its 2 fields
+    admixspec.exceptions.InputError: t.bim: record 2 of the .bim file has 1 of its 2 ...
     """
     if table.empty:
         return

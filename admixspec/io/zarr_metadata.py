@@ -73,14 +73,14 @@ def check_arrays(path, kinds: dict[str, tuple[str, tuple[str, ...]]]) -> None:
     >>> check_arrays(store, {"sample_id": ("string", ("samples",))})
     Traceback (most recent call last):
     ...
-    admixspec.exceptions.InputError: ...: array sample_id: codec 'pickle' is not supported (admixspec reads blosc, bytes, bz2, crc32c, delta, endian, gzip, lz4, lzma, sharding_indexed, shuffle, transpose, vlen-bytes, vlen-utf8, zlib, zstd)
+    admixspec.exceptions.InputError: ...: array sample_id: codec 'pickle' is not ...
     """
     path = Path(path)
     sizes: dict[str, tuple[int, str]] = {}
     for name, (kind, dims) in kinds.items():
         for where, meta in _metadata(path, name):
             shape = _check(path, f"array {name}", where, meta, kind, len(dims))
-            for dim, size in zip(dims, shape):
+            for dim, size in zip(dims, shape, strict=True):
                 first = sizes.setdefault(dim, (size, name))
                 if first[0] != size:
                     raise InputError(
@@ -105,8 +105,8 @@ def _load(path: Path, file: Path):
     try:
         return json.loads(file.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
-        raise InputError(f"{file.relative_to(path)} is not valid JSON metadata ({error})",
-                         path=path) from None
+        raise InputError(f"{file.relative_to(path)} is not valid JSON metadata "
+                         f"({error})", path=path) from None
 
 
 def _metadata(path: Path, name: str):
@@ -170,7 +170,8 @@ def _check(path: Path, label: str, where, meta: dict, kind: str, ndim: int) -> l
     if not ok:
         fail(f"data type {dtype!r} is not {_article(kind)} type ({where})")
     shape = meta.get("shape")
-    if not (isinstance(shape, list) and all(isinstance(n, int) and n >= 0 for n in shape)):
+    sizes = isinstance(shape, list) and all(isinstance(n, int) and n >= 0 for n in shape)
+    if not sizes:
         fail(f"shape {shape!r} is not a list of sizes ({where})")
     if len(shape) != ndim:
         fail(f"has {len(shape)} dimensions, not {ndim} ({where})")
