@@ -14,6 +14,7 @@ connecting, and the tests replace the connection itself.
 from __future__ import annotations
 
 import datetime
+import os
 import subprocess
 import sys
 import time
@@ -111,8 +112,10 @@ def tls_cluster_fixture(certificates_fixture, tmp_path_factory):
     tls = ["--tls-ca-file", str(certs["ca"]), "--tls-cert", str(certs["node"]),
            "--tls-key", str(certs["node_key"])]
     scheduler_file = folder / "scheduler.json"
+    # --no-dashboard alone leaves the HTTP server on 0.0.0.0:8787
     processes = [_dask("scheduler", "--host", "tls://127.0.0.1", "--port", "0",
-                       "--no-dashboard", "--scheduler-file", str(scheduler_file), *tls,
+                       "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+                       "--scheduler-file", str(scheduler_file), *tls,
                        log=folder / "scheduler.log")]
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -183,6 +186,22 @@ def assert_refused_without_certificate(address: str, ca) -> None:
 
     with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
         first_byte()
+
+
+def process_ids() -> set[int]:
+    """This process and its children (a dependency of distributed: psutil)."""
+    import psutil
+
+    me = psutil.Process()
+    return {me.pid} | {child.pid for child in me.children(recursive=True)}
+
+
+def listening_hosts(pids) -> set[str]:
+    """The addresses processes ``pids`` listen on (TCP)."""
+    import psutil
+
+    return {c.laddr.ip for c in psutil.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN and c.pid in pids}
 
 
 def _tls_flags(certs, cert="client"):
@@ -263,6 +282,7 @@ class TestLocalClusterTls:
     def test_local__scheduler_speaks_tls_and_refuses_a_client_without_its_certificate(
             self, monkeypatch):
         monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", REFUSED_TIMEOUT)
+        before = process_ids() - {os.getpid()}  # the module fixture's cluster
         with connect("local:2") as client:
             address = client.scheduler.address
             assert address.startswith("tls://127.0.0.1:")
@@ -270,6 +290,9 @@ class TestLocalClusterTls:
             assert len(client.scheduler_info()["workers"]) == 2
             # another user of the machine: reaches the port, has no certificate
             assert_refused_without_certificate(address, client.security.tls_ca_file)
+            # and nothing of the cluster listens beyond this machine's loopback
+            # (the dashboard used to, on 0.0.0.0, unauthenticated)
+            assert listening_hosts(process_ids() - before) == {"127.0.0.1"}
             assert_refused(address.replace("tls://", "tcp://"), None)
 
     def test_local__without_cryptography_is_one_line_error(self, capsys, bed_fixture,

@@ -279,10 +279,13 @@ def connect(spec: str, *, threads: int | None = None, security=None):
                                  "certificate; --tls-* are for a tls:// scheduler")
             import_optional("cryptography", extra="distributed",
                             needed_for=f"--scheduler {spec} (TLS between its processes)")
-            # ":0": a free port for the scheduler's HTTP server (8787 may be taken)
+            # the scheduler's HTTP server (health, metrics) on 127.0.0.1, a free
+            # port (8787 may be taken), and no dashboard: ":0" served one,
+            # unauthenticated and unencrypted, on every interface (0.0.0.0)
             cluster = stack.enter_context(distributed.LocalCluster(
                 n_workers=value, threads_per_worker=threads or 1, processes=True,
-                dashboard_address=":0", silence_logs=logging.CRITICAL,
+                dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+                silence_logs=logging.CRITICAL,
                 security=distributed.Security.temporary()))
             client = stack.enter_context(distributed.Client(cluster))
         else:
