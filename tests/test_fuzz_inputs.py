@@ -383,3 +383,36 @@ class TestZarrMetadata:
         codec = numcodecs.Pickle()
         with pytest.raises(UnsafeDecodeError):
             codec.decode(codec.encode(np.array(["a"], dtype=object)))
+
+
+# ------------------------------------------------------------------ option files
+
+
+#: (name, file, arguments after the input): files that options point at
+OPTION_FILES = [
+    ("keep", "keep.txt", ["info", "{bed}", "--keep", "{file}"]),
+    ("pop", "plink.pop", ["run", "{bed}", "-K", "2", "--supervised", "--out", "{out}"]),
+    ("project", "fixed.P", ["run", "{bed}", "-K", "2", "--project", "{file}",
+                            "--out", "{out}"]),
+]
+
+
+@pytest.mark.parametrize(("name", "file", "argv"), OPTION_FILES,
+                         ids=[name for name, _, _ in OPTION_FILES])
+@pytest.mark.parametrize("corrupt", [random_bytes, not_utf8, empty],
+                         ids=lambda f: f.__name__)
+def test_corrupt_option_file__one_line_error_naming_it(name, file, argv, corrupt,
+                                                       sources_fixture, tmp_path,
+                                                       capsys):
+    rng = np.random.default_rng(list(map(ord, name + corrupt.__name__)))
+    bed = _copy(sources_fixture["plink"], tmp_path)
+    path = tmp_path / file
+    # a valid file of its kind, then broken (not_utf8 needs lines to break)
+    valid = {"keep": "".join(f"{i} {i}\n" for i in range(3)),
+             "pop": "".join("-\n" if i % 3 else "popA\n" for i in range(24)),
+             "project": "".join("0.5 0.5\n" for _ in range(300))}[name]
+    path.write_bytes(corrupt(valid.encode(), rng))
+    arguments = [part.format(bed=bed, file=path, out=tmp_path / "out") for part in argv]
+    # -q: a run logs what it read before it reaches the option's file
+    assert_one_line_error([*arguments, "-q"], capsys, str(path))
+    assert not list(tmp_path.glob("out*"))

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import InputError, UsageError
+from .errors import reading
 
 __all__ = [
     "CLAMP",
@@ -391,7 +392,7 @@ def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
         Population names, ``None`` where unknown.
     """
     path = Path(path)
-    with open(path, encoding="utf-8") as handle:
+    with reading(path, "a .pop file"), open(path, encoding="utf-8") as handle:
         lines = handle.read().splitlines()
     while lines and not lines[-1].strip():
         lines.pop()

@@ -85,7 +85,7 @@ def read_keep(path) -> list[str]:
         raise InputError("file not found", path=path)
     ids: list[str] = []
     seen = set()
-    with open(path, encoding="utf-8") as handle:
+    with reading(path, "a --keep file"), open(path, encoding="utf-8") as handle:
         for line in handle:
             fields = line.split()
             if not fields or fields[0].startswith("#"):
