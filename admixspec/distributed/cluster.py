@@ -150,7 +150,7 @@ def parse_scheduler(spec: str):
     if Path(spec).is_file():
         return "file", spec
     raise UsageError(f"--scheduler {spec}: not local:N, a scheduler address "
-                     "(tcp://host:port) or an existing scheduler file")
+                     "(tls:// or tcp://host:port) or an existing scheduler file")
 
 
 @contextlib.contextmanager
@@ -241,8 +241,9 @@ def connect(spec: str, *, threads: int | None = None, security=None):
         ``local:N`` starts a local cluster of N worker processes
         (``threads`` threads each, default 1), its connections encrypted and
         authenticated by TLS with a temporary self-signed certificate (made
-        for this cluster, held only in memory by this process and its
-        workers), and stops it on exit. A scheduler address (``tls://`` or
+        for this cluster and held in memory by this process and its workers;
+        Dask writes it to a private temporary folder only while it loads
+        it), and stops it on exit. A scheduler address (``tls://`` or
         ``tcp://host:port``) or a scheduler file connects to a running
         cluster (left running).
     threads : int, optional
