@@ -457,11 +457,12 @@ def run_fit(args: argparse.Namespace) -> int:
     """
     from .backends import resolve_device
     from .backends.distributed import scheduler
-    from .backends.distributed.cluster import device_with_scheduler
+    from .backends.distributed.cluster import device_with_scheduler, tls_security
 
     args.device = device_with_scheduler(args.scheduler, args.device)
     resolve_device(args.device)
-    with scheduler(args.scheduler, threads=args.threads):
+    security = tls_security(args.tls_ca_file, args.tls_cert, args.tls_key)
+    with scheduler(args.scheduler, threads=args.threads, security=security):
         return _fit_and_write(args)
 
 
@@ -470,9 +471,16 @@ def _add_memory_argument(group) -> None:
     group.add_argument(
         "--scheduler", metavar="ADDRESS", default=None,
         help="run the likelihood passes on a Dask cluster: a scheduler address "
-        "(tcp://host:port) or scheduler file, or 'local:N' for N local worker processes "
-        "(--threads threads each, default 1); needs admixspec[distributed]",
+        "(tls://host:port with the --tls-* options; a plain tcp:// address that is not "
+        "this machine warns: anyone who reaches it can run code as you) or scheduler "
+        "file, or 'local:N' for N local worker processes (--threads threads each, "
+        "default 1; TLS with a temporary certificate); needs admixspec[distributed]",
     )
+    for flag, what in (("--tls-ca-file", "the certificate authority of the cluster"),
+                       ("--tls-cert", "this client's certificate, signed by it"),
+                       ("--tls-key", "the private key of --tls-cert (unless in it)")):
+        group.add_argument(flag, metavar="FILE", default=None,
+                           help=f"for a tls:// --scheduler: {what} (Dask's option)")
     group.add_argument(
         "--memory", type=_positive_int, default=None, metavar="MB",
         help="workspace budget in MiB (PLINK's --memory; default half of this machine's "
@@ -783,10 +791,12 @@ def _warning_line(message, category, filename, lineno, line=None) -> str:
 
 
 def _error_line(error: BaseException) -> str:
+    from .io.errors import one_line  # a parser's message may span lines
+
     if isinstance(error, OSError):
         where = f"{error.filename}: " if error.filename else ""
-        return f"admixspec: error: {where}{error.strerror or error}"
-    return f"admixspec: error: {error}"
+        return f"admixspec: error: {where}{one_line(error.strerror or error)}"
+    return f"admixspec: error: {one_line(error)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,3 +42,4 @@ def failing_on_call(function, call: int, error: BaseException):
 def hapmap3_fixture() -> Path:
     """Folder of the ADMIXTURE tutorial's HapMap3 data and ADMIXTURE's outputs."""
     return require_realdata(HAPMAP3)
+

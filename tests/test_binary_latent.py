@@ -68,7 +68,9 @@ class TestAlgorithm2:
         assert dist.min(axis=0).max() < 0.05  # every true candidate is present
         assert sorted(nearest.tolist()) == sorted(fit.selected.tolist())  # and chosen
         oracle = w_error(data.W, fit_oracle(data.X, data.H))
-        assert w_error(data.W, fit.W) < 30 * oracle
+        # measured 1.37, 1.63, 1.52 x the oracle for seeds 0-2 (1.16-1.69 for
+        # seeds 0-9): 3x leaves 1.8x headroom over the worst
+        assert w_error(data.W, fit.W) < 3 * oracle
 
     def test_polish__brings_error_near_oracle(self):
         # the paper's Algorithm 2 is consistent but ~8x the oracle at n = 1e5; polished
@@ -103,7 +105,9 @@ class TestAlgorithm2:
         off = fit_binary_latent(data.X, 6, 0.8, random_starts=0, seed=2)
         fit = fit_binary_latent(data.X, 6, 0.8, seed=2)
         assert fit.info["n_random_start"] >= 1
-        assert w_error(data.W, fit.W) < 10 * oracle
+        # measured 3.69x the oracle here (3.64x and 5.12x for the next two rng
+        # seeds, [7, 2, 7] and [7, 2, 8]): 6x; without random starts 1654x
+        assert w_error(data.W, fit.W) < 6 * oracle
         assert w_error(data.W, off.W) > 100 * oracle
 
     def test_error_falls_with_n(self):

@@ -115,3 +115,64 @@ class TestDocsPages:
             assert command in run, f".ci/run does not run {command!r} verbatim"
         assert not [line for line in ci if "pip install" in line and "[" in line
                     and line != commands[0]], "CI installs more than the README says"
+
+
+def _measured_paragraph() -> str:
+    """README's "Measured (...)" paragraph, the one that quotes benchmark figures."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("\nMeasured (") + 1
+    return readme[start:readme.index("\n\n", start)]
+
+
+def _figures(text: str) -> list[str]:
+    """Numbers in ``text`` outside backticks (commands and commits are in backticks);
+    a ratio keeps its ``×`` ("1.03×" must be quoted as a ratio)."""
+    prose = re.sub(r"`[^`]*`", " ", text.replace("\n", " "))
+    number = r"[−-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e-\d+)?"
+    return re.findall(rf"(?<![\w.,]){number}(?:×|(?![\w]))", prose)
+
+
+def _missing_figures(paragraph: str, page: str) -> list[str]:
+    return [figure for figure in _figures(paragraph)
+            if not re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d])", page)]
+
+
+class TestNumbersHaveSources:
+    def test_readme__every_measured_figure_is_on_the_benchmarks_page(self):
+        benchmarks = (DOCS / "benchmarks.md").read_text()
+        paragraph = _measured_paragraph()
+        assert len(_figures(paragraph)) >= 10, paragraph  # it quotes measurements
+        missing = _missing_figures(paragraph, benchmarks)
+        assert not missing, f"README quotes figures docs/benchmarks.md lacks: {missing}"
+
+    def test_readme__cites_the_commits_the_benchmarks_page_names(self):
+        benchmarks = (DOCS / "benchmarks.md").read_text()
+        commits = re.findall(r"`([0-9a-f]{7,40})`", _measured_paragraph())
+        assert commits, "README's measured paragraph names no commit"
+        assert all(f"`{commit}`" in benchmarks for commit in commits), commits
+
+    def test_missing_figures__flags_a_figure_the_page_lacks(self):
+        # the README once said "within 1.03× of the better"; the suite shows 1.00
+        benchmarks = (DOCS / "benchmarks.md").read_text()
+        assert _missing_figures("within 1.03× of the better (ratio 1.00)",
+                                benchmarks) == ["1.03×"]
+
+    @pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+    def test_docs__measured_at_commits_exist(self, page):
+        import shutil
+        import subprocess
+
+        text = (DOCS / page).read_text()
+        commits = set(re.findall(r"[Mm]easured at (?:the tree of )?`([0-9a-f]{7,40})`",
+                                 text))
+        git = shutil.which("git")
+        if not commits or git is None or not (ROOT / ".git").exists():
+            return  # nothing cited, or no history to check against (an sdist)
+        shallow = subprocess.run([git, "rev-parse", "--is-shallow-repository"],
+                                 cwd=ROOT, capture_output=True, text=True).stdout
+        if shallow.strip() == "true":
+            return
+        for commit in commits:
+            found = subprocess.run([git, "cat-file", "-e", f"{commit}^{{commit}}"],
+                                   cwd=ROOT, capture_output=True)
+            assert found.returncode == 0, f"{page} cites unknown commit {commit}"

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.exceptions import InputError, UsageError
 from .common import write_text
+from .errors import reading
 
 __all__ = [
     "CLAMP",
@@ -212,7 +213,7 @@ def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
         Population names, ``None`` where unknown.
     """
     path = Path(path)
-    with open(path, encoding="utf-8") as handle:
+    with reading(path, "a .pop file"), open(path, encoding="utf-8") as handle:
         lines = handle.read().splitlines()
     while lines and not lines[-1].strip():
         lines.pop()

@@ -12,10 +12,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
-import tempfile
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,6 +32,7 @@ __all__ = [
     "parse_region",
     "region_mask",
     "sample_rows",
+    "temporary_beside",
     "write_all_or_none",
     "write_json",
     "write_text",
@@ -193,7 +195,7 @@ def atomic_write(path, mode: str = "w", *, encoding: str | None = "utf-8"):
     >>> Path(folder, "x.txt").read_text()
     'hello\\n'
     """
-    with _temporary_beside(path, mode, encoding) as (handle, temporary):
+    with temporary_beside(path, mode, encoding) as (handle, temporary):
         yield handle
     _rename(temporary, path)
 
@@ -229,7 +231,7 @@ def write_all_or_none(contents: Mapping) -> None:
     renamed: list[Path] = []
     try:
         for path, text in contents.items():
-            with _temporary_beside(path, "w", "utf-8") as (handle, temporary):
+            with temporary_beside(path, "w", "utf-8") as (handle, temporary):
                 staged.append((Path(path), temporary))
                 handle.write(text)
         for path, temporary in staged:
@@ -242,20 +244,31 @@ def write_all_or_none(contents: Mapping) -> None:
 
 
 @contextlib.contextmanager
-def _temporary_beside(path, mode: str, encoding: str | None):
-    """Yield ``(handle, temporary path)`` for a hidden file in ``path``'s folder.
+def temporary_beside(path, mode: str = "w", encoding: str | None = "utf-8", *,
+                     suffix: str = ".tmp"):
+    """Yield ``(handle, temporary path)`` for a new hidden file in ``path``'s folder.
 
-    On success the file is flushed, synced to disk and given the umask's
-    permissions, and left for the caller to rename; on failure it is removed.
+    The file is created with mode ``0o666`` less the umask, as ``open`` would
+    create ``path`` itself. On success it is flushed and synced to disk and
+    left for the caller to rename over ``path`` (after, say, indexing it); on
+    failure it is removed. An ``OSError`` names ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The final destination.
+    mode : {"w", "wb"}
+    encoding : str, optional
+        Text encoding (text mode).
+    suffix : str
+        End of the temporary file's name.
     """
     if mode not in ("w", "wb"):
         raise UsageError(f"mode must be 'w' or 'wb', got {mode!r}")
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     with _naming(path):
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=".tmp", dir=folder
-        )
+        fd, temporary = _create_new(folder, f".{path.name}.", suffix)
     try:
         with _naming(path):
             if mode == "wb":
@@ -266,10 +279,25 @@ def _temporary_beside(path, mode: str, encoding: str | None):
                 yield handle, temporary
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.chmod(temporary, 0o666 & ~_umask())
     except BaseException:
         _discard(temporary)
         raise
+
+
+def _create_new(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """Open a file of a new random name for writing; the kernel applies the umask.
+
+    (``tempfile.mkstemp`` makes its files ``0o600``, and reading the umask to
+    widen them means setting it, for the whole process, for a moment.)
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        name = folder / f"{prefix}{secrets.token_hex(6)}{suffix}"
+        try:
+            return os.open(name, flags, 0o666), str(name)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
 
 
 def _rename(temporary: str, path) -> None:
@@ -297,12 +325,6 @@ def _naming(path):
         if error.errno is None:
             raise
         raise OSError(error.errno, error.strerror, str(path)) from error
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_text(path, text: str) -> None:

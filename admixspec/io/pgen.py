@@ -27,6 +27,7 @@ import pandas as pd
 from ..core.exceptions import InputError, import_optional
 from ..core.genotypes import MISSING, Genotypes
 from .common import is_snp_allele, region_mask, sample_rows
+from .errors import check_complete_rows
 
 __all__ = ["pgen_prefix", "read_pgen"]
 
@@ -102,6 +103,7 @@ def _read_plink2_table(
         table = pd.DataFrame({name: pd.Series(dtype=object) for name in headerless})
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
         raise InputError(f"cannot parse {kind} file ({error})", path=path) from None
+    check_complete_rows(table, path, kind)
     return table
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 from ..core.exceptions import InputError
 from ..core.genotypes import MISSING, Genotypes
 from .common import is_snp_allele, region_mask, sample_rows
+from .errors import check_complete_rows
 
 __all__ = ["plink_prefix", "read_plink", "write_plink"]
 
@@ -64,6 +65,7 @@ def _read_table(path: Path, columns: list[str], kind: str) -> pd.DataFrame:
             f"expected {len(columns)} columns in a {kind} file, found {table.shape[1]}",
             path=path,
         )
+    check_complete_rows(table, path, kind)
     table.columns = columns
     return table
 

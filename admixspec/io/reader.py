@@ -18,6 +18,7 @@ from ..core.exceptions import InputError, UsageError
 from ..core.filters import apply_filters, check_usable, parse_indep_pairwise
 from ..core.genotypes import Genotypes, filter_lines
 from .bed_chunks import fileset_shape, open_streamed_bed
+from .errors import FORMAT_NAMES, reading
 from .pgen import pgen_prefix, read_pgen
 from .plink import plink_prefix, read_plink
 from .streamed import StreamedGenotypes
@@ -98,7 +99,7 @@ def read_keep(path) -> list[str]:
         raise InputError("file not found", path=path)
     ids: list[str] = []
     seen = set()
-    with open(path, encoding="utf-8") as handle:
+    with reading(path, "a --keep file"), open(path, encoding="utf-8") as handle:
         for line in handle:
             fields = line.split()
             if not fields or fields[0].startswith("#"):
@@ -183,16 +184,18 @@ def read_genotypes(
         indep_pairwise = parse_indep_pairwise(indep_pairwise)  # fail before reading
     samples = _samples(keep)
     kind = detect_format(path)
-    if kind == "plink":
-        genotypes = read_plink(
-            plink_prefix(path), samples=samples, region=region, num_threads=num_threads
-        )
-    elif kind == "pgen":
-        genotypes = read_pgen(pgen_prefix(path), samples=samples, region=region)
-    elif kind == "vcz":
-        genotypes = read_vcz(path, samples=samples, region=region)
-    else:
-        genotypes = read_vcf(path, samples=samples, region=region)
+    with reading(path, FORMAT_NAMES[kind]):
+        if kind == "plink":
+            genotypes = read_plink(
+                plink_prefix(path), samples=samples, region=region,
+                num_threads=num_threads
+            )
+        elif kind == "pgen":
+            genotypes = read_pgen(pgen_prefix(path), samples=samples, region=region)
+        elif kind == "vcz":
+            genotypes = read_vcz(path, samples=samples, region=region)
+        else:
+            genotypes = read_vcf(path, samples=samples, region=region)
     genotypes = apply_filters(
         genotypes, maf=maf, geno=geno, mind=mind, drop_monomorphic=drop_monomorphic,
         indep_pairwise=indep_pairwise,

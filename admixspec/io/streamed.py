@@ -25,6 +25,7 @@ import pandas as pd
 from ..core.filters import apply_filters
 from ..core.genotypes import Genotypes, placeholder_variants, snp_statistics
 from ..core.chunks import chunk_bounds
+from .errors import reading
 
 __all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "filter_streamed"]
 
@@ -130,7 +131,8 @@ class StreamedChunks(ABC):
         if self._dosage is None:
             self._dosage = np.empty(self.n_individuals * self.chunk_snps, dtype=np.int8)
         out = self._dosage[: self.n_individuals * width].reshape(self.n_individuals, width)
-        self._decode_into(out, 0, start, stop)
+        with reading(self.path, "a genotype file"):
+            self._decode_into(out, 0, start, stop)
         return out
 
     @abstractmethod
@@ -178,7 +180,8 @@ class StreamedChunks(ABC):
         """All kept genotypes in memory, int8 (n_individuals, n_snps)."""
         G = np.empty((self.n_individuals, self.n_snps), dtype=np.int8)
         for start, stop in self.bounds:  # decoded in place: no chunk buffer, no copy
-            self._decode_into(G, start, start, stop)
+            with reading(self.path, "a genotype file"):
+                self._decode_into(G, start, start, stop)
         return G
 
 

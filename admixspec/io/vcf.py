@@ -37,7 +37,6 @@ import os
 import shutil
 import struct
 import subprocess
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -47,7 +46,7 @@ import pandas as pd
 from ..core.exceptions import InputError
 from ..core.genotypes import Genotypes
 from .calls import SNP_BASES, decode_calls, read_log_entries
-from .common import parse_region, sample_rows
+from .common import parse_region, sample_rows, temporary_beside
 
 __all__ = ["BgzfWriter", "read_vcf", "write_vcf"]
 
@@ -446,39 +445,29 @@ def write_vcf(
     """
     path = Path(path)
     compressed = path.name.endswith(".gz")
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=".tmp.vcf.gz" if compressed else ".tmp.vcf",
-        dir=path.parent if str(path.parent) else ".",
-    )
-    tmp = Path(tmp_name)
-    tmp_index = Path(str(tmp) + ".tbi")
+    with temporary_beside(path, "wb", suffix=".tmp.vcf.gz" if compressed else ".tmp.vcf"
+                          ) as (raw, temporary):
+        sink = BgzfWriter(raw) if compressed else raw
+        sink.write(_vcf_header(genotypes, source))
+        for chunk in _vcf_body_chunks(genotypes, block_size):
+            sink.write(chunk)
+        if compressed:
+            sink.close()
+    tabix = shutil.which("tabix") if compressed and index else None
+    if compressed and index and tabix is None:
+        logger.warning("tabix not found: %s written without a .tbi index", path)
     written = [path]
+    tmp, tmp_index = Path(temporary), Path(temporary + ".tbi")
     try:
-        with os.fdopen(fd, "wb") as raw:
-            sink = BgzfWriter(raw) if compressed else raw
-            sink.write(_vcf_header(genotypes, source))
-            for chunk in _vcf_body_chunks(genotypes, block_size):
-                sink.write(chunk)
-            if compressed:
-                sink.close()
-        os.chmod(tmp, 0o644)
-        if compressed and index:
-            tabix = shutil.which("tabix")
-            if tabix is None:
-                logger.warning("tabix not found: %s written without a .tbi index", path)
-            else:
-                subprocess.run(
-                    [tabix, "-f", "-p", "vcf", str(tmp)],
-                    check=True, capture_output=True,
-                )
-                os.replace(tmp, path)
-                os.replace(tmp_index, Path(str(path) + ".tbi"))
-                written.append(Path(str(path) + ".tbi"))
-                return written
+        if tabix is not None:
+            subprocess.run([tabix, "-f", "-p", "vcf", str(tmp)], check=True,
+                           capture_output=True)
         os.replace(tmp, path)
-        return written
+        if tabix is not None:
+            os.replace(tmp_index, Path(str(path) + ".tbi"))
+            written.append(Path(str(path) + ".tbi"))
     except BaseException:
         for leftover in (tmp, tmp_index):
-            if leftover.exists():
-                leftover.unlink()
+            leftover.unlink(missing_ok=True)
         raise
+    return written

@@ -31,6 +31,7 @@ from ..core.genotypes import Genotypes
 from .common import region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 from .calls import SNP_BASES, decode_calls, read_log_entries
+from .zarr_metadata import check_arrays, present_arrays
 
 __all__ = ["VczChunks", "is_vcz", "open_streamed_vcz", "read_vcz", "store_shape"]
 
@@ -41,6 +42,16 @@ REQUIRED_ARRAYS = (
     "call_genotype", "sample_id", "variant_position", "variant_allele",
     "variant_contig", "contig_id",
 )
+#: Type and dimensions of each array read (see :func:`.zarr_metadata.check_arrays`).
+ARRAY_KINDS = {
+    "call_genotype": ("integer", ("variants", "samples", "ploidy")),
+    "sample_id": ("string", ("samples",)),
+    "variant_position": ("integer", ("variants",)),
+    "variant_allele": ("string", ("variants", "alleles")),
+    "variant_contig": ("integer", ("variants",)),
+    "contig_id": ("string", ("contigs",)),
+    "variant_id": ("string", ("variants",)),
+}
 #: Seconds between read-progress log lines.
 PROGRESS_INTERVAL = 10.0
 
@@ -67,7 +78,12 @@ def _open_store(path: Path):
         store = zarr.open_group(str(path), mode="r")
     except (OSError, ValueError, KeyError) as error:  # zarr 2 and 3 differ
         raise InputError(f"not a readable Zarr store ({error})", path=path) from None
-    missing = [name for name in REQUIRED_ARRAYS if name not in store]
+    # before Zarr opens an array: no codec that could run code, no odd type
+    present = present_arrays(path, REQUIRED_ARRAYS)
+    missing = [name for name in REQUIRED_ARRAYS if name not in present]
+    if not missing:
+        check_arrays(path, ARRAY_KINDS)
+        missing = [name for name in REQUIRED_ARRAYS if name not in store]
     if missing:
         raise InputError(
             f"not a VCF Zarr store: no {', '.join(missing)} array(s)", path=path

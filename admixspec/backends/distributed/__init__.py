@@ -14,13 +14,14 @@ Use it from Python with a client you already have::
     from dask.distributed import Client
     from admixspec.backends.distributed import use_client
 
-    client = Client("tcp://scheduler:8786")
+    client = Client("tls://scheduler:8786", security=security)  # docs/distributed.md
     with use_client(client):
         result = fit_admixture(genotypes, K=4)
 
 and from the command line with ``admixspec run --scheduler ADDRESS`` (a
-``tcp://`` address or a scheduler file) or ``--scheduler local:N`` (a local
-cluster of N worker processes), which runs the same code path
+``tls://`` address with ``--tls-ca-file``, ``--tls-cert``, ``--tls-key``, a
+``tcp://`` one, or a scheduler file) or ``--scheduler local:N`` (a local
+cluster of N worker processes under TLS), which runs the same code path
 (:func:`scheduler`). Needs the ``distributed`` extra
 (``pip install 'admixspec[distributed]'``).
 """

@@ -1,23 +1,45 @@
-"""Which Dask cluster runs the likelihood passes: a client's, or one started here."""
+"""Which Dask cluster runs the likelihood passes: a client's, or one started here.
+
+Security (docs/distributed.md, "Who can reach the cluster"): Dask's ``tcp://``
+is neither authenticated nor encrypted, and whoever reaches a scheduler can
+run code on its workers and send the client pickles. So ``local:N`` starts
+its cluster with TLS and a temporary self-signed certificate that only this
+process and its workers hold; a ``tls://`` scheduler is reached with Dask's
+TLS options (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``, or a
+``distributed.Security``, or Dask's ``distributed.comm.tls`` configuration);
+and a plain ``tcp://`` address that is not this machine's loopback warns
+(:class:`InsecureSchedulerWarning`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import ipaddress
+import json
 import logging
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ...core.exceptions import UsageError
+from ...core.exceptions import UsageError, import_optional
 from .chunks import DaskChunks, DistributedError, Traffic, import_distributed, workers_now
 
-__all__ = ["connect", "device_with_scheduler", "parse_scheduler", "scheduler", "use_client"]
+__all__ = ["InsecureSchedulerWarning", "connect", "device_with_scheduler", "is_loopback",
+           "parse_scheduler", "scheduler", "tls_security", "use_client"]
 
 logger = logging.getLogger("admixspec")
 
 #: Seconds to wait for a scheduler to answer before giving up.
 CONNECT_TIMEOUT = 30
+#: Address schemes whose connections Dask encrypts and authenticates.
+ENCRYPTED_SCHEMES = ("tls", "wss")
+
+
+class InsecureSchedulerWarning(UserWarning):
+    """A scheduler reached over a plain (unencrypted, unauthenticated) connection
+    to another machine: whoever can reach its port can run code as the user."""
 
 
 @contextlib.contextmanager
@@ -52,11 +74,12 @@ def use_client(client, *, chunk_snps=None, threads=1):
 
     Examples
     --------
-    >>> from dask.distributed import Client, LocalCluster  # doctest: +SKIP
-    >>> with LocalCluster(n_workers=2) as cluster, Client(cluster) as client:
-    ...     with use_client(client) as traffic:
-    ...         result = fit_admixture(genotypes, 3, seed=1)  # doctest: +SKIP
-    ...     print(traffic.describe())  # doctest: +SKIP
+    Two local worker processes (not run as a doctest: it starts a cluster, which
+    :func:`connect` secures with TLS)::
+
+        with connect("local:2") as client, use_client(client) as traffic:
+            result = fit_admixture(genotypes, 3, seed=1)
+        print(traffic.describe())
     """
     from ...core.chunks import placement
     from ..gpu import default_device
@@ -127,11 +150,11 @@ def parse_scheduler(spec: str):
     if Path(spec).is_file():
         return "file", spec
     raise UsageError(f"--scheduler {spec}: not local:N, a scheduler address "
-                     "(tcp://host:port) or an existing scheduler file")
+                     "(tls:// or tcp://host:port) or an existing scheduler file")
 
 
 @contextlib.contextmanager
-def scheduler(spec: str | None, *, threads: int | None = None):
+def scheduler(spec: str | None, *, threads: int | None = None, security=None):
     """Run the likelihood passes inside the block on the cluster ``spec`` names.
 
     :func:`connect` and :func:`use_client` together: the code path of
@@ -143,32 +166,91 @@ def scheduler(spec: str | None, *, threads: int | None = None):
         See :func:`connect`. None: everything in this process.
     threads : int, optional
         Threads per worker of a local cluster.
+    security : distributed.Security, optional
+        See :func:`connect` (``--tls-*``, made by :func:`tls_security`).
 
     Yields
     ------
     Traffic or None
         What the passes moved (see :func:`use_client`); None without ``spec``.
+
+    Raises
+    ------
+    UsageError
+        ``security`` without ``spec``.
     """
     if spec is None:
+        if security is not None:
+            raise UsageError("--tls-ca-file, --tls-cert and --tls-key are for a "
+                             "tls:// --scheduler; no --scheduler was given")
         yield None
         return
-    with connect(spec, threads=threads) as client, use_client(client) as traffic:
+    with connect(spec, threads=threads, security=security) as client, \
+            use_client(client) as traffic:
         yield traffic
 
 
+def tls_security(ca_file=None, cert=None, key=None):
+    """A ``distributed.Security`` from Dask's TLS options, or None when none is given.
+
+    Parameters
+    ----------
+    ca_file : str, optional
+        The certificate authority that signed the scheduler's and workers'
+        certificates (``--tls-ca-file``).
+    cert : str, optional
+        This client's certificate, signed by that authority (``--tls-cert``);
+        Dask's TLS requires one: the scheduler refuses clients without it.
+    key : str, optional
+        Its private key (``--tls-key``), unless appended to ``cert``.
+
+    Returns
+    -------
+    distributed.Security or None
+        TLS required, the files as the client's.
+
+    Raises
+    ------
+    UsageError
+        Some options but not ``ca_file`` and ``cert``, or a file that does not exist.
+    """
+    given = {"--tls-ca-file": ca_file, "--tls-cert": cert, "--tls-key": key}
+    if all(value is None for value in given.values()):
+        return None
+    missing = [flag for flag in ("--tls-ca-file", "--tls-cert") if given[flag] is None]
+    if missing:
+        raise UsageError(f"TLS needs {' and '.join(missing)} too (Dask's TLS "
+                         "authenticates both ends: the client shows a certificate "
+                         "signed by the cluster's authority)")
+    for flag, value in given.items():
+        if value is not None and not Path(value).is_file():
+            raise UsageError(f"{flag} {value}: file not found")
+    distributed = import_distributed()
+    return distributed.Security(require_encryption=True, tls_ca_file=str(ca_file),
+                                tls_client_cert=str(cert),
+                                tls_client_key=None if key is None else str(key))
+
+
 @contextlib.contextmanager
-def connect(spec: str, *, threads: int | None = None):
+def connect(spec: str, *, threads: int | None = None, security=None):
     """A client of the cluster ``spec`` names, for the block.
 
     Parameters
     ----------
     spec : str
         ``local:N`` starts a local cluster of N worker processes
-        (``threads`` threads each, default 1) and stops it on exit; a
-        ``tcp://`` address or a scheduler file connects to a running
+        (``threads`` threads each, default 1), its connections encrypted and
+        authenticated by TLS with a temporary self-signed certificate (made
+        for this cluster and held in memory by this process and its workers;
+        Dask writes it to a private temporary folder only while it loads
+        it), and stops it on exit. A scheduler address (``tls://`` or
+        ``tcp://host:port``) or a scheduler file connects to a running
         cluster (left running).
     threads : int, optional
         Threads per worker of a local cluster.
+    security : distributed.Security, optional
+        TLS settings for a ``tls://`` scheduler (see :func:`tls_security`);
+        default: Dask's configuration (``distributed.comm.tls``).
 
     Yields
     ------
@@ -177,29 +259,108 @@ def connect(spec: str, *, threads: int | None = None):
     Raises
     ------
     UsageError
-        ``spec`` is none of the three forms.
+        ``spec`` is none of the three forms; a ``tls://`` address without
+        TLS settings; ``security`` with ``local:N`` or a plain address.
+    MissingDependencyError
+        ``local:N`` without the ``cryptography`` package (its certificate).
     DistributedError
-        The scheduler did not answer.
+        The scheduler did not answer, or refused this client.
+
+    Warns
+    -----
+    InsecureSchedulerWarning
+        A plain ``tcp://`` address that is not this machine's loopback.
     """
     kind, value = parse_scheduler(spec)
     distributed = import_distributed()
     with contextlib.ExitStack() as stack:
         if kind == "local":
-            # ":0": a free port for the scheduler's HTTP server (8787 may be taken)
+            if security is not None:
+                raise UsageError(f"--scheduler {spec} makes its own temporary TLS "
+                                 "certificate; --tls-* are for a tls:// scheduler")
+            import_optional("cryptography", extra="distributed",
+                            needed_for=f"--scheduler {spec} (TLS between its processes)")
+            # the scheduler's HTTP server (health, metrics) on 127.0.0.1, a free
+            # port (8787 may be taken), and no dashboard: ":0" served one,
+            # unauthenticated and unencrypted, on every interface (0.0.0.0)
             cluster = stack.enter_context(distributed.LocalCluster(
                 n_workers=value, threads_per_worker=threads or 1, processes=True,
-                dashboard_address=":0", silence_logs=logging.CRITICAL))
+                dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+                silence_logs=logging.CRITICAL,
+                security=distributed.Security.temporary()))
             client = stack.enter_context(distributed.Client(cluster))
         else:
-            client = stack.enter_context(_client(distributed, kind, value))
+            address = value if kind == "address" else _file_address(value)
+            security = _transport_security(spec, address, security, distributed)
+            client = stack.enter_context(_client(distributed, kind, value, security))
         logger.info("Dask: likelihood passes on %s (%d workers)", spec,
                     len(workers_now(client)))
         yield client
 
 
-def _client(distributed, kind: str, value: str):
+def _file_address(path: str) -> str | None:
+    """The scheduler address a scheduler file holds (None if it cannot be read yet)."""
+    try:
+        address = json.loads(Path(path).read_text()).get("address")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return address if isinstance(address, str) else None
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a scheduler address names this machine's loopback interface.
+
+    Only a literal loopback IP or ``localhost`` counts: another host name may
+    resolve anywhere.
+
+    Examples
+    --------
+    >>> [is_loopback(a) for a in ("tcp://127.0.0.1:8786", "tcp://[::1]:8786",
+    ...                           "tcp://localhost:8786", "tcp://10.0.0.1:8786",
+    ...                           "tcp://node7:8786")]
+    [True, True, True, False, False]
+    """
+    location = address.split("://", 1)[-1]
+    host = location.rsplit(":", 1)[0] if location.count(":") == 1 or \
+        location.startswith("[") else location
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _transport_security(spec: str, address: str | None, security, distributed):
+    """The ``security`` to connect with, after checking it fits the address's scheme."""
+    scheme = address.split("://", 1)[0] if address and "://" in address else "tcp"
+    if scheme in ENCRYPTED_SCHEMES:
+        security = security if security is not None else distributed.Security()
+        if not (security.tls_ca_file and security.tls_client_cert):
+            raise UsageError(
+                f"--scheduler {spec}: a {scheme}:// scheduler needs --tls-ca-file, "
+                "--tls-cert and --tls-key (or Dask's distributed.comm.tls "
+                "configuration)")
+        return security
+    if security is not None:
+        raise UsageError(f"--scheduler {spec}: --tls-* need a tls:// scheduler address "
+                         f"(this is {scheme}://)")
+    if address is not None and scheme != "inproc" and not is_loopback(address):
+        warnings.warn(
+            f"--scheduler {spec}: a plain {scheme}:// connection to another machine is "
+            "neither encrypted nor authenticated: anyone who can reach the scheduler's "
+            "port can run code as you on the workers and read the genotypes; use a "
+            "tls:// scheduler with --tls-ca-file, --tls-cert and --tls-key "
+            "(docs/distributed.md)", InsecureSchedulerWarning, stacklevel=4)
+    return None
+
+
+def _client(distributed, kind: str, value: str, security=None):
     """A client of the running scheduler at an address or in a scheduler file."""
     where = {"address": value} if kind == "address" else {"scheduler_file": value}
+    if security is not None:
+        where["security"] = security
     try:
         return distributed.Client(**where, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as error:

@@ -21,13 +21,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from numba import cuda
 
 from ...core.parameters import clip_proportions
 from ...ml._kernels.newton import triangle_pairs
 from ...ml.likelihood import Engine
 from ...ml.newton import BlockNewton
-from .kernels import THREADS_PER_BLOCK, kernels, pack_rows, sum_chunks, zeros
+from .kernels import THREADS_PER_BLOCK, cuda, kernels, pack_rows, sum_chunks, zeros
 
 __all__ = ["CudaBlockNewton", "CudaEngine"]
 

@@ -35,19 +35,15 @@ import types
 import numba
 import numpy as np
 
-if not hasattr(np, "row_stack"):
-    # numba-cuda (0.30.4 and earlier) registers an overload of np.row_stack, which
-    # numpy 2.5 removed: without this alias the first kernel compilation fails
-    # with "module 'numpy' has no attribute 'row_stack'" (seen on the H200 image)
-    np.row_stack = np.vstack
-
-from numba import cuda  # imported after the alias above
-
 from ...core.parameters import P_MAX, P_MIN
 from ...ml._kernels import newton
 from ...ml._kernels.likelihood import LOG_EVERY
+from .device import import_cuda
 
-__all__ = ["THREADS_PER_BLOCK", "kernels", "pack_rows", "sum_chunks", "zeros"]
+
+cuda = import_cuda()
+
+__all__ = ["THREADS_PER_BLOCK", "cuda", "kernels", "pack_rows", "sum_chunks", "zeros"]
 
 #: Threads per block of every kernel.
 THREADS_PER_BLOCK = 128
