@@ -567,7 +567,7 @@ def align_mode_panels(panels) -> list[np.ndarray]:
     order = sorted(main)
     across = align_components([mats[main[K]] for K in order])
     perms: list[np.ndarray | None] = [None] * len(mats)
-    for K, perm in zip(order, across):
+    for K, perm in zip(order, across, strict=True):
         perms[main[K]] = perm
     for index, Q in enumerate(mats):
         if perms[index] is None:

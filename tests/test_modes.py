@@ -93,7 +93,7 @@ class TestFindModes:
     def test_find_modes__permuted_noisy_copies_form_one_mode_and_are_unshuffled(self):
         first, _ = _solutions()
         rng = np.random.default_rng(1)
-        runs, perms = zip(*[_run(first, rng) for _ in range(6)])
+        runs, perms = zip(*[_run(first, rng) for _ in range(6)], strict=True)
         logliks = [-100.0, -99.0, -100.5, -101.0, -99.5, -100.2]
         result = find_modes(runs, logliks=logliks)
         assert len(result.modes) == 1
@@ -121,10 +121,12 @@ class TestFindModes:
         assert major.runs == tuple(r for r in range(10) if which[r] == 0)
         assert minor.runs == (1, 4, 7)
         assert (major.share, minor.share) == (0.7, 0.3)
-        assert major.best_loglik == -50.0 and major.representative == 0
+        assert major.best_loglik == -50.0
+        assert major.representative == 0
         assert major.mean_loglik == pytest.approx(logliks[major.runs, ].mean())
         # the smaller mode holds the best run: it is the reference
-        assert minor.best_loglik == -48.0 and minor.representative == 1
+        assert minor.best_loglik == -48.0
+        assert minor.representative == 1
         assert result.reference == 1
         assert result.labels.tolist() == [2 if w else 1 for w in which]
         assert major.similarity_to_major == 1.0
@@ -150,7 +152,9 @@ class TestFindModes:
         runs = [first, first + step, first + 2 * step]
         S = find_modes(runs).similarity
         threshold = (S[0, 1] + S[0, 2]) / 2
-        assert S[0, 1] > threshold and S[1, 2] > threshold and S[0, 2] < threshold
+        assert S[0, 1] > threshold
+        assert S[1, 2] > threshold
+        assert S[0, 2] < threshold
         result = find_modes(runs, threshold=threshold)
         assert len(result.modes) == 2
         for mode in result.modes:
@@ -179,8 +183,10 @@ class TestFindModes:
         assert result.reference == 0
         assert np.isnan(result.logliks).all()
         major = result.modes[0]
-        assert major.runs == (0, 1, 2) and major.representative == 1
-        assert math.isnan(major.best_loglik) and math.isnan(major.mean_loglik)
+        assert major.runs == (0, 1, 2)
+        assert major.representative == 1
+        assert math.isnan(major.best_loglik)
+        assert math.isnan(major.mean_loglik)
         assert "loglikelihood" not in result.log_lines()[1]
 
     def test_find_modes__single_run_is_one_mode(self):

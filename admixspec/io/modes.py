@@ -114,7 +114,7 @@ def modes_outputs(prefix, K: int, modes) -> dict[Path, str]:
     table = modes.table()
     q_files = []
     files: dict[Path, str] = {}
-    for row, mode in zip(table.itertuples(index=False), modes.modes):
+    for row, mode in zip(table.itertuples(index=False), modes.modes, strict=True):
         path = _q_name(prefix, K, mode.mode, bool(row.best))
         q_files.append(path.name)
         if not row.best:
