@@ -174,6 +174,21 @@ class TestFindModes:
         different = similarity(first, second)
         assert different < DEFAULT_THRESHOLD < same
 
+    def test_find_modes__default_threshold_one_individual_moving_is_a_new_mode(self):
+        # 324 individuals as in the HapMap3 tutorial: one of them moving wholly
+        # from component 0 to 1 is G' = 1 - sqrt(2 / 648) = 0.944
+        one = np.tile([0.0, 0.0, 1.0], (324, 1))
+        one_moved = one.copy()
+        one_moved[0] = [1.0, 0.0, 0.0]
+        assert similarity(one, one_moved) == pytest.approx(1 - np.sqrt(2 / 648))
+        assert len(find_modes([one, one_moved]).modes) == 2
+        # every bar shifted by 0.02 between two components: one mode
+        Q = np.tile([0.7, 0.2, 0.1], (324, 1))
+        Q[::3] = [0.1, 0.2, 0.7]
+        shifted = Q + np.array([0.02, -0.02, 0.0])
+        assert similarity(Q, shifted) > DEFAULT_THRESHOLD
+        assert len(find_modes([Q, shifted]).modes) == 1
+
     def test_find_modes__without_logliks_uses_run_zero_and_the_medoid(self):
         first, second = _solutions()
         rng = np.random.default_rng(6)
