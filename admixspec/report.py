@@ -291,6 +291,9 @@ def _heading(text: str):
     return _div(f'<h2 class="admixspec">{_escape(text)}</h2>')
 
 
+#: Colours of modes 1, 2, ... in the run charts (mode 1 dark, then plot_cv's).
+_MODE_COLOURS = ("#333333", "#D55E00", "#E69F00", "#56B4E9", "#CC79A7", "#999999")
+
 #: Rows of a panel's image: Q is drawn to the nearest 1/_LEVELS (one pixel of a
 #: 100-pixel panel).
 _LEVELS = 100
@@ -476,30 +479,34 @@ def _run_figures(infos, panels):
         figures.append(fig)
     runs = {"K": [], "loglik": [], "run": [], "mode": [], "color": []}
     for info in infos:
-        modes = info.record.get("modes") or {}
-        rows = modes.get("runs") or []
-        if rows:
-            for row in rows:
-                if row.get("loglik") is None:
-                    continue
-                runs["K"].append(info.K)
-                runs["loglik"].append(float(row["loglik"]))
-                runs["run"].append(str(row.get("run", "")))
-                mode = int(row.get("mode", 1))
-                runs["mode"].append(mode)
-                runs["color"].append("#333333" if mode == 1 else colours[3])
-        elif not math.isnan(info.loglik):
+        rows = (info.record.get("modes") or {}).get("runs") or []
+        if not rows and not math.isnan(info.loglik):
+            rows = [{"run": "best", "loglik": info.loglik, "mode": 1}]
+        for row in rows:
+            if row.get("loglik") is None:
+                continue
+            mode = int(row.get("mode") or 1)
             runs["K"].append(info.K)
-            runs["loglik"].append(info.loglik)
-            runs["run"].append("best")
-            runs["mode"].append(1)
-            runs["color"].append("#333333")
+            runs["loglik"].append(float(row["loglik"]))
+            runs["run"].append(str(row.get("run", "")))
+            runs["mode"].append(mode)
+            runs["color"].append(_MODE_COLOURS[(mode - 1) % len(_MODE_COLOURS)])
     if runs["K"]:
-        fig = figure(width=420, height=300, title="Log-likelihood of each run",
-                     x_axis_label="K", y_axis_label="log-likelihood", name="loglik",
-                     tools="save")
+        Ks = np.array(runs["K"])
+        loglik = np.array(runs["loglik"])
+        several = len(Ks) > len(set(runs["K"]))
+        if several:  # each K's runs against its best: the spread, on one axis
+            best = {K: loglik[Ks == K].max() for K in set(runs["K"])}
+            runs["y"] = (loglik - np.array([best[K] for K in runs["K"]])).tolist()
+            title = "Log-likelihood of each run, minus its K's best"
+            label = "Δ log-likelihood"
+        else:
+            runs["y"] = runs["loglik"]
+            title, label = "Log-likelihood against K", "log-likelihood"
+        fig = figure(width=420, height=300, title=title, x_axis_label="K",
+                     y_axis_label=label, name="loglik", tools="save")
         source = ColumnDataSource(runs)
-        r = fig.scatter("K", "loglik", color="color", size=8, alpha=0.8, source=source)
+        r = fig.scatter("K", "y", color="color", size=8, alpha=0.8, source=source)
         fig.add_tools(HoverTool(renderers=[r], tooltips=[
             ("K", "@K"), ("run", "@run"), ("mode", "@mode"),
             ("log-likelihood", "@loglik{0.000}")]))
@@ -518,10 +525,10 @@ def _run_figures(infos, panels):
                      x_range=data["K"], y_range=(0, 1), x_axis_label="K",
                      y_axis_label="share of runs", name="modes", tools="hover,save",
                      tooltips="$name: @$name{0%}")
-        palette = ["#555555", "#aaaaaa", "#D55E00", "#E69F00", "#56B4E9", "#CC79A7"]
         stackers = [f"mode {m}" for m in mode_numbers]
         fig.vbar_stack(stackers, x="K", width=0.7, source=ColumnDataSource(data),
-                       color=[palette[i % len(palette)] for i in range(len(stackers))],
+                       color=[_MODE_COLOURS[(m - 1) % len(_MODE_COLOURS)]
+                              for m in mode_numbers],
                        legend_label=stackers)
         fig.legend.location = "top_left"
         figures.append(fig)

@@ -132,7 +132,7 @@ class TestReportHtml:
                        "ML predicts held-out individuals better", "spectral+ml",
                        "admixspec run x.bed -K 2 3 --cv 5 --runs 3", "monomorphic",
                        "CV error against K", "Share of runs in each mode",
-                       "Log-likelihood of each run"):
+                       "Log-likelihood of each run, minus its K"):
             assert needle in text, needle
 
     def test_report_html__without_logs_or_json_still_draws_the_bars(self, tmp_path):
