@@ -361,6 +361,7 @@ def _bar_section(panels, perms, labels, ids, population_order, colours):
         CustomJS,
         FixedTicker,
         HoverTool,
+        LinearAxis,
         LinearColorMapper,
         Range1d,
         Select,
@@ -427,17 +428,22 @@ def _bar_section(panels, perms, labels, ids, population_order, colours):
         for _, start, _ in groups[1:]:
             fig.add_layout(Span(location=start, dimension="height",
                                 line_color="black", line_width=1))
-        if j < len(panels) - 1:
-            fig.xaxis.visible = False
-        elif groups:
+        fig.xaxis.visible = False
+        if groups and (j == 0 or j == len(panels) - 1):
+            # population names under the last panel, and over the first when
+            # there are several (a long page scrolls them out of view)
             ticks = [(start + stop) / 2 for _, start, stop in groups]
-            fig.xaxis.ticker = FixedTicker(ticks=ticks)
-            fig.xaxis.major_label_overrides = {
-                t: g[0] for t, g in zip(ticks, groups, strict=True)}
-            if len(groups) * 80 > _WIDTH:
-                fig.xaxis.major_label_orientation = math.pi / 2
-            fig.height = _PANEL_HEIGHT + 60
-        else:
+            axis = LinearAxis(
+                ticker=FixedTicker(ticks=ticks),
+                major_label_overrides={
+                    t: g[0] for t, g in zip(ticks, groups, strict=True)},
+                major_tick_line_color=None, minor_tick_line_color=None,
+                major_label_orientation=(math.pi / 2 if len(groups) * 80 > _WIDTH
+                                         else "horizontal"))
+            fig.add_layout(axis, "below" if j == len(panels) - 1 else "above")
+            fig.height += 60 if len(groups) * 80 > _WIDTH else 25
+        elif j == len(panels) - 1:
+            fig.xaxis.visible = True
             fig.xaxis.axis_label = f"{n} individuals, grouped by dominant component"
             fig.xaxis.major_label_text_font_size = "0px"
         figures.append(fig)
@@ -530,7 +536,7 @@ def _run_figures(infos, panels):
                        color=[_MODE_COLOURS[(m - 1) % len(_MODE_COLOURS)]
                               for m in mode_numbers],
                        legend_label=stackers)
-        fig.legend.location = "top_left"
+        fig.add_layout(fig.legend[0], "right")  # beside the bars, not over them
         figures.append(fig)
     return figures
 
