@@ -8,6 +8,7 @@ skip with a reason that names it (``.ci/run`` installs both).
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -330,3 +331,32 @@ class TestReportInBrowser:
         np.testing.assert_array_equal(order, expected["c0"])
         assert order.tolist() != page.results["loaded"]["individual"]
         _check_page_matches(data, aligned)
+
+
+class TestReportCommand:
+    def test_main_report__writes_the_page_with_its_own_command_line(
+        self, run_fixture, tmp_path
+    ):
+        from admixspec.cli import main
+
+        prefix, labels, _, _ = run_fixture
+        out = tmp_path / "page.html"
+        argv = ["report", str(prefix), "-o", str(out), "--labels", str(labels),
+                "-K", "3", "--title", "My run"]
+        assert main(argv) == 0
+        text = out.read_text()
+        assert "<title>My run</title>" in text
+        assert "admixspec report " + str(prefix) in text
+        assert "K=3\\nmode 2 (33%)" in text
+        # -K 3: the two modes of K = 3 and no K = 2 panel
+        panels = sorted(set(re.findall(r'"name":"panel-(\d+)"', text)))
+        assert panels == ["0", "1"]
+
+    def test_main_report__missing_run_is_one_line_and_exit_1(self, tmp_path, capsys):
+        from admixspec.cli import main
+
+        out = str(tmp_path / "x.html")
+        assert main(["report", str(tmp_path / "none"), "-o", out]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [
+            f"admixspec: error: {tmp_path / 'none'}.*.Q: no PREFIX.K.Q files found"]
