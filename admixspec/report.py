@@ -38,10 +38,12 @@ per component is 44 paths of 20,000 sub-pixel edges, slower again to
 rasterise. So each panel is one Bokeh ``image``: one column per individual,
 each pixel coloured by the component its stacked bar has at that height, to
 1% of the height (:func:`_bar_image`), drawn with smoothing off so zooming in
-shows exact bars. Hover goes through a transparent bar per individual on the
-data source that holds every individual's exact Q (and bootstrap standard
-errors). The only JavaScript written here is the sort control's callback,
-which permutes rows and image columns by orders computed in Python.
+shows exact bars. Hovering a panel gives the cursor's x, i.e. the bar; the
+tooltip reads that row of the data source holding every individual's exact Q
+(and bootstrap standard errors), so there is no per-bar glyph to index or
+paint. The JavaScript written here is two short callbacks: the tooltip's row
+lookup, and the sort control's, which permutes rows and image columns by
+orders computed in Python.
 """
 
 from __future__ import annotations
@@ -298,8 +300,16 @@ _MODE_COLOURS = ("#333333", "#D55E00", "#E69F00", "#56B4E9", "#CC79A7", "#999999
 #: 100-pixel panel).
 _LEVELS = 100
 
+#: The tooltip's lookup: the cursor's x is bar ``floor(x)``, i.e. row ``floor(x)``
+#: of the data source; ``format`` names the column (``$x{sample}``, ``$x{q0_1}``).
+_LOOKUP = """
+const row = Math.min(Math.max(Math.floor(value), 0), source.get_length() - 1);
+const cell = source.data[format][row];
+return typeof cell === "number" ? cell.toFixed(3) : String(cell);
+"""
+
 #: The sort control's callback. Row r of the bars' data source, and column r of
-#: every panel's image, become individual ``orders[key][r]``; x stays 0.5, 1.5, ...
+#: every panel's image, become individual ``orders[key][r]``.
 _REORDER = """
 const target = orders.data[select.value];
 const current = source.data.individual;
@@ -310,7 +320,6 @@ const from = new Int32Array(n);
 for (let r = 0; r < n; r++) from[r] = row_of[target[r]];
 const data = {};
 for (const [name, column] of Object.entries(source.data)) {
-  if (name === "x") { data[name] = column; continue; }
   const out = new column.constructor(n);
   for (let r = 0; r < n; r++) out[r] = column[from[r]];
   data[name] = out;
@@ -351,14 +360,15 @@ def _bar_section(panels, perms, labels, ids, population_order, colours):
     (:func:`_bar_image`), i.e. the stacked bars of ``admixspec plot`` drawn at
     1% vertical resolution. An image is one ``drawImage`` however many
     individuals there are; 10,000 individuals at K = 2..8 as rectangles are
-    350,000 canvas fills, seconds of drawing. Hovering goes through a
-    transparent bar per individual on the shared data source, so the tooltip
-    shows that individual's exact Q (and standard errors).
+    350,000 canvas fills, seconds of drawing. Hovering the image gives the
+    cursor's x, i.e. the bar; the tooltip looks that row up in the data source
+    of exact Q (and standard errors), with no per-bar glyph to index or paint.
     """
     from bokeh.layouts import column
     from bokeh.models import (
         ColumnDataSource,
         CustomJS,
+        CustomJSHover,
         FixedTicker,
         HoverTool,
         LinearAxis,
@@ -377,24 +387,24 @@ def _bar_section(panels, perms, labels, ids, population_order, colours):
     first = orders["main"]
     population = (np.asarray(labels, dtype=str) if labels is not None
                   else np.array(["-"] * n))
-    data = {"x": np.arange(n, dtype=np.float64) + 0.5,
-            "individual": first.astype(np.int32),
+    data = {"individual": first.astype(np.int32),
             "sample": [str(s) for s in np.asarray(ids)[first]],
             "population": population[first].tolist()}
     tooltips = []
     for j, (panel, Q) in enumerate(zip(panels, aligned, strict=True)):
-        rows = ['<div><b>@sample</b> (@population)</div>']
+        rows = ["<div><b>$x{sample}</b> ($x{population})</div>"]
         for k in range(panel.K):
             data[f"q{j}_{k}"] = Q[first, k].astype(np.float32)
             se = ""
             if panel.se is not None:
                 data[f"se{j}_{k}"] = panel.se[first, perms[j][k]].astype(np.float32)
-                se = f" ± @{{se{j}_{k}}}{{0.000}}"
+                se = f" ± $x{{se{j}_{k}}}"
             rows.append(
                 f'<div><span style="color:{colours[k]}">&#9632;</span> '
-                f"component {k + 1}: @{{q{j}_{k}}}{{0.000}}{se}</div>")
+                f"component {k + 1}: $x{{q{j}_{k}}}{se}</div>")
         tooltips.append("".join(rows))
     source = ColumnDataSource(data=data, name="ancestry")
+    lookup = CustomJSHover(args={"source": source}, code=_LOOKUP)
     order_source = ColumnDataSource(
         data={key: value.astype(np.int32) for key, value in orders.items()},
         name="orders")
@@ -411,12 +421,10 @@ def _bar_section(panels, perms, labels, ids, population_order, colours):
         image_sources.append(images)
         mapper = LinearColorMapper(palette=list(colours[: panel.K]) * (
             2 if panel.K == 1 else 1), low=-0.5, high=panel.K - 0.5)
-        fig.image(image="image", x=0, y=0, dw=n, dh=1, color_mapper=mapper,
-                  source=images, name=f"bars-{j}")
-        hover = fig.vbar(x="x", width=1.0, top=1.0, bottom=0.0, source=source,
-                         fill_alpha=0.0, line_alpha=0.0, name=f"hover-{j}")
-        fig.add_tools(HoverTool(renderers=[hover], tooltips=tooltips[j],
-                                attachment="below"))
+        bars = fig.image(image="image", x=0, y=0, dw=n, dh=1, color_mapper=mapper,
+                         source=images, name=f"bars-{j}")
+        fig.add_tools(HoverTool(renderers=[bars], tooltips=tooltips[j],
+                                formatters={"$x": lookup}, attachment="below"))
         fig.ygrid.visible = False
         fig.xgrid.visible = False
         fig.yaxis.axis_label = panel.name

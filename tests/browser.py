@@ -43,26 +43,49 @@ check();
 
 #: For each ancestry panel j (figure ``panel-j``): its bars' glyph type and image
 #: shape in the document model (``bars-j``), the size of the image its view drew,
-#: and the rows of its hover glyph (``hover-j``) in the model and in the view.
+#: and the rows of the data source its tooltips read (``ancestry``).
 _COUNT_BARS = """
 const out = {};
+const rows = Bokeh.documents[0].get_model_by_name("ancestry").get_length();
 for (const view of Bokeh.index.all_views()) {
   const model = view.model;
-  if (model.type !== "GlyphRenderer" || !model.name) continue;
-  const [kind, j] = model.name.split("-");
-  if (kind !== "bars" && kind !== "hover") continue;
-  const entry = out[j] || (out[j] = {});
-  if (kind === "bars") {
-    const image = model.data_source.data.image[0];
-    entry.glyph = model.glyph.type;
-    entry.shape = Array.from(image.shape);
-    const drawn = view.glyph.image_data;
-    entry.drawn = drawn && drawn[0] ? [drawn[0].height, drawn[0].width] : null;
-  } else {
-    entry.hover_rows = model.data_source.get_length();
-    entry.hover_drawn = view.glyph.data_size;
+  const name = model.name || "";
+  if (model.type !== "GlyphRenderer" || !name.startsWith("bars-")) continue;
+  const image = model.data_source.data.image[0];
+  const drawn = view.glyph.image_data;
+  out[model.name.split("-")[1]] = {
+    glyph: model.glyph.type, shape: Array.from(image.shape),
+    drawn: drawn && drawn[0] ? [drawn[0].height, drawn[0].width] : null,
+    tooltip_rows: rows};
+}
+return out;
+"""
+
+#: Where (in the page's CSS pixels) bar x of figure ``name`` is, halfway up.
+_BAR_POSITION = """
+const [name, x] = arguments;
+for (const view of Bokeh.index.all_views()) {
+  if (view.model.name !== name) continue;
+  const box = view.el.getBoundingClientRect();
+  const frame = view.frame.bbox;
+  const range = view.model.x_range;
+  const fraction = (x - range.start) / (range.end - range.start);
+  return [box.left + frame.left + frame.width * fraction,
+          box.top + frame.top + frame.height / 2];
+}
+return null;
+"""
+
+#: The text of every Bokeh tooltip shown (tooltips live in shadow roots).
+_TOOLTIPS = """
+const out = [];
+function walk(root) {
+  for (const el of root.querySelectorAll("*")) {
+    if (el.shadowRoot) walk(el.shadowRoot);
+    if (String(el.className).includes("bk-tooltip-content")) out.push(el.innerText);
   }
 }
+walk(document);
 return out;
 """
 
@@ -74,28 +97,44 @@ const done = arguments[arguments.length - 1];
 """
 
 
-def _tree_cpu_seconds(root: int) -> float:
-    """User + system CPU seconds of process ``root`` and all its descendants (Linux)."""
-    ticks = os.sysconf("SC_CLK_TCK")
+def _stat_cpu(path: str) -> tuple[str, int, float] | None:
+    """(name, parent pid, user + system CPU seconds) from a /proc stat file."""
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    name = text[text.index("(") + 1:text.rindex(")")]
+    fields = text.rsplit(")", 1)[1].split()
+    return name, int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_snapshot(root: int) -> tuple[float, dict]:
+    """CPU seconds of process ``root`` and its descendants, and of each renderer
+    process's main thread (``CrRendererMain``), by pid; Linux /proc."""
     children: dict[int, list[int]] = {}
     cpu: dict[int, float] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, parent = int(entry), int(fields[1])
-        children.setdefault(parent, []).append(pid)
-        cpu[pid] = (int(fields[11]) + int(fields[12])) / ticks
-    total, stack = 0.0, [root]
+        if entry.isdigit() and (stat := _stat_cpu(f"/proc/{entry}/stat")):
+            children.setdefault(stat[1], []).append(int(entry))
+            cpu[int(entry)] = stat[2]
+    total, main, stack = 0.0, {}, [root]
     while stack:
         pid = stack.pop()
         total += cpu.get(pid, 0.0)
         stack.extend(children.get(pid, []))
-    return total
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                renderer = b"--type=renderer" in handle.read()
+        except OSError:
+            continue
+        # a renderer's main thread (CrRendererMain) is the thread whose id is the pid
+        if renderer and (stat := _stat_cpu(f"/proc/{pid}/task/{pid}/stat")):
+            main[pid] = stat[2]
+    return total, main
 
 
 @dataclass
@@ -110,6 +149,10 @@ class PageResult:
         CPU time (user + system) that the browser's processes (every process
         under chromedriver) spent from the start of navigation to idle: on a
         busy machine wall time waits for other processes, this does not.
+    main_thread_seconds : float
+        The part of it spent by the renderer's main thread (``CrRendererMain``:
+        parsing, JavaScript, layout, painting calls), which runs one task at a
+        time: on an idle machine the load cannot take less wall time than this.
     console : list of dict
         Chrome's console entries (``level``, ``message``).
     requests : list of str
@@ -117,9 +160,11 @@ class PageResult:
     bars : dict
         Panel number (str) -> ``glyph`` (the bars' glyph type), ``shape``
         (its image's [rows, columns] in the document model), ``drawn`` (the
-        [height, width] of the image its view drew), ``hover_rows`` and
-        ``hover_drawn`` (rows of the panel's hover glyph in the model and in
-        its view).
+        [height, width] of the image its view drew), ``tooltip_rows`` (rows of
+        the data source its tooltips read).
+    tooltips : list of str
+        For each of ``open_page``'s ``hover`` points, the text of the tooltip
+        shown with the mouse there.
     screenshot : pathlib.Path or None
         The PNG written, when asked for.
     webgl : bool
@@ -130,12 +175,14 @@ class PageResult:
 
     ready_ms: float
     cpu_seconds: float = float("nan")
+    main_thread_seconds: float = float("nan")
     console: list = field(default_factory=list)
     requests: list = field(default_factory=list)
     bars: dict = field(default_factory=dict)
     screenshot: Path | None = None
     webgl: bool = False
     results: dict = field(default_factory=dict)
+    tooltips: list = field(default_factory=list)
 
     @property
     def errors(self) -> list:
@@ -157,7 +204,8 @@ def missing() -> str | None:
 
 
 def open_page(path, *, screenshot=None, width: int = 1400, height: int = 1800,
-              timeout: float = 120.0, arguments=(), scripts=()) -> PageResult:
+              timeout: float = 120.0, arguments=(), scripts=(),
+              hover=()) -> PageResult:
     """Load ``path`` from a file URL in headless Chromium and report on it.
 
     Parameters
@@ -176,9 +224,15 @@ def open_page(path, *, screenshot=None, width: int = 1400, height: int = 1800,
         ``(name, JavaScript)`` run in order once the page is idle (before the
         screenshot), each as the body of an async function (``await`` works);
         what it returns lands in ``results[name]``.
+    hover : sequence of (str, float)
+        ``(figure name, x)``: after the scripts, move the mouse to bar ``x`` of
+        that figure (halfway up), wait for the tooltip and read it.
     """
+    import time
+
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -197,15 +251,31 @@ def open_page(path, *, screenshot=None, width: int = 1400, height: int = 1800,
         driver.set_page_load_timeout(timeout)
         driver.get("about:blank")
         root = driver.service.process.pid
-        cpu_before = _tree_cpu_seconds(root)
+        cpu_before, main_before = _cpu_snapshot(root)
         driver.get(Path(path).resolve().as_uri())
         ready = driver.execute_async_script(_WAIT_IDLE)
-        cpu_seconds = _tree_cpu_seconds(root) - cpu_before
+        cpu_after, main_after = _cpu_snapshot(root)
+        cpu_seconds = cpu_after - cpu_before
+        main_seconds = sum(value - main_before.get(key, 0.0)
+                           for key, value in main_after.items())
         bars = driver.execute_script(_COUNT_BARS)
         webgl = bool(driver.execute_script(
             "return !!document.createElement('canvas').getContext('webgl2')"))
         results = {name: driver.execute_async_script(_ASYNC.replace("CODE", code))
                    for name, code in scripts}
+        tooltips = []
+        for name, x in hover:
+            where = driver.execute_script(_BAR_POSITION, name, x)
+            actions = ActionBuilder(driver)  # viewport coordinates, as the rect's
+            actions.pointer_action.move_to_location(int(where[0]), int(where[1]))
+            actions.perform()
+            text = []
+            for _ in range(100):
+                text = driver.execute_script(_TOOLTIPS)
+                if text:
+                    break
+                time.sleep(0.05)
+            tooltips.append("\n".join(text))
         shot = None
         if screenshot is not None:
             driver.save_screenshot(str(screenshot))
@@ -220,6 +290,7 @@ def open_page(path, *, screenshot=None, width: int = 1400, height: int = 1800,
     finally:
         driver.quit()
     return PageResult(ready_ms=float(ready["ready_ms"]), cpu_seconds=cpu_seconds,
+                      main_thread_seconds=main_seconds,
                       console=console,
                       requests=requests, bars=bars, screenshot=shot, webgl=webgl,
-                      results=results)
+                      results=results, tooltips=tooltips)

@@ -196,23 +196,6 @@ for (let j = 0; ; j++) {
 return out;
 """
 
-#: The hover glyph's own hit test at the middle of bars 0, 5 and the last.
-_HIT_TEST = """
-const out = {};
-for (const view of Bokeh.index.all_views()) {
-  const name = view.model.name || "";
-  if (view.model.type !== "GlyphRenderer" || !name.startsWith("hover-")) continue;
-  const n = view.model.data_source.get_length();
-  const xs = view.coordinates.x_scale, ys = view.coordinates.y_scale;
-  out[name] = [0, 5, n - 1].map((r) => {
-    const point = {type: "point", sx: xs.compute(r + 0.5), sy: ys.compute(0.5)};
-    const hit = view.hit_test(point);
-    return hit == null ? null : Array.from(hit.indices);
-  });
-}
-return out;
-"""
-
 #: Choose "component 1" in the sort control, as a user would, wait for its
 #: callback (Bokeh runs CustomJS asynchronously), then read the page.
 _SORT = ("""
@@ -236,7 +219,8 @@ def page_fixture(tmp_path_factory):
     html = write_report(prefix, folder / "report.html", labels=labels)
     page = browser.open_page(
         html, screenshot=folder / "report.png", width=1300, height=1200,
-        scripts=[("loaded", _PAGE_DATA), ("hits", _HIT_TEST), ("sorted", _SORT)])
+        scripts=[("loaded", _PAGE_DATA), ("sorted", _SORT)],
+        hover=[("panel-0", 0.5), ("panel-1", 5.5), ("panel-2", N - 0.5)])
     return page, prefix, sim, modes
 
 
@@ -294,8 +278,7 @@ class TestReportInBrowser:
             assert panel["glyph"] == "Image"
             assert panel["shape"] == [_LEVELS, N]
             assert panel["drawn"] == [_LEVELS, N]
-            assert panel["hover_rows"] == N
-            assert panel["hover_drawn"] == N
+            assert panel["tooltip_rows"] == N
 
     def test_page__bars_show_each_individuals_aligned_q_in_plot_order(
         self, page_fixture
@@ -314,11 +297,19 @@ class TestReportInBrowser:
             se[expected][:, align_mode_panels([read_q(f"{prefix}.2.Q")])[0]],
             atol=1e-6)
 
-    def test_page__hovering_a_bar_finds_its_individual(self, page_fixture):
-        hits = page_fixture[0].results["hits"]
-        assert sorted(hits) == ["hover-0", "hover-1", "hover-2"]
-        for found in hits.values():
-            assert found == [[0], [5], [N - 1]]
+    def test_page__hovering_a_bar_shows_its_individual(self, page_fixture):
+        # the mouse moves after the sort: the tooltips follow the new order
+        page = page_fixture[0]
+        data = page.results["sorted"]
+        assert len(page.tooltips) == 3
+        for tooltip, (j, r, K) in zip(page.tooltips, [(0, 0, 2), (1, 5, 3),
+                                                       (2, N - 1, 3)], strict=True):
+            lines = tooltip.splitlines()
+            assert lines[0] == f"{data['sample'][r]} ({data['population'][r]})"
+            for k in range(K):
+                value = f"{data['q'][f'q{j}_{k}'][r]:.3f}"
+                se = f" ± {data['q'][f'se{j}_{k}'][r]:.3f}" if j == 0 else ""
+                assert lines[1 + k] == f"■ component {k + 1}: {value}{se}"
 
     def test_page__sorting_by_a_component_reorders_bars_and_images_together(
         self, page_fixture
