@@ -143,6 +143,13 @@ class TestReportHtml:
         assert "No log or JSON beside the Q files." in text
         assert "individual 20" in text
 
+    def test_report_html__a_single_population_run_draws_one_colour(self, tmp_path):
+        write_q(tmp_path / "r.1.Q", np.ones((12, 1)))
+        write_q(tmp_path / "r.2.Q", np.tile([0.3, 0.7], (12, 1)))
+        text = report_html(tmp_path / "r")
+        assert '"name":"panel-1"' in text
+        assert (_bar_image(np.ones((12, 1))) == 0).all()
+
     def test_write_report__real_admixture_output_with_fam_ids_and_label_table(
         self, hapmap3_fixture, tmp_path
     ):
