@@ -69,7 +69,7 @@ _PUBLIC = {
     "AdmixtureResult": "fit.admixture",
     "fit_admixture": "fit.admixture",
     "genotype_summary": "fit.summary",
-    "align_components": "plot",
+    "align_components": "core.metrics",
     "ancestry_palette": "plot",
     "plot_ancestry": "plot",
     "plot_cv": "plot",
@@ -140,7 +140,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .core.exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
     from .core.filters import apply_filters, check_K
     from .core.genotypes import MISSING, Genotypes
-    from .core.metrics import match_components, q_error
+    from .core.metrics import align_components, match_components, q_error
     from .core.result import FitResult
     from .fit.admixture import AdmixtureResult, fit_admixture
     from .fit.summary import genotype_summary
@@ -150,7 +150,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .ml.likelihood import loglikelihood
     from .ml.project import SupervisedResult, fit_supervised, project
     from .ml.refine import IterationInfo, MLResult, fit_ml
-    from .plot import align_components, ancestry_palette, plot_ancestry, plot_cv
+    from .plot import ancestry_palette, plot_ancestry, plot_cv
     from .simulate import SimulatedData, simulate_admixture, simulate_balding_nichols
     from .spectral.binary_latent import BinaryLatentResult, fit_binary_latent
     from .spectral.estimate import KHint, k_hint

@@ -605,6 +605,18 @@ def _flat(lists):
     return None if lists is None else [K for part in lists for K in part]
 
 
+def _add_population_arguments(parser, *, labels_help: str, ids_help: str) -> None:
+    """``--labels``, ``--ids`` and ``--population-order``, as plot and report take them."""
+    parser.add_argument("--labels", metavar="FILE", help=labels_help)
+    parser.add_argument("--ids", metavar="FILE", help=ids_help)
+    parser.add_argument(
+        "--population-order", metavar="POP,POP,...",
+        type=lambda text: [p for p in text.split(",") if p],
+        help="left-to-right population order; unlisted populations follow in order "
+        "of first appearance",
+    )
+
+
 def _add_plot_parser(subparsers) -> None:
     parser = _add_subcommand(
         subparsers,
@@ -626,21 +638,13 @@ def _add_plot_parser(subparsers) -> None:
         "-o", "--out", required=True, metavar="FILE",
         help="output figure; .png, .pdf or .svg",
     )
-    parser.add_argument(
-        "--labels", metavar="FILE",
-        help="population labels: a .pop file (one label per line, Q row order), a "
-        ".fam (family column), or a CSV/TSV with sample_id and population columns",
-    )
-    parser.add_argument(
-        "--ids", metavar="FILE",
-        help="sample IDs in Q row order, to look a CSV/TSV label table up: the run's "
-        ".fam, .bed or VCF, or a file with one ID per line",
-    )
-    parser.add_argument(
-        "--population-order", metavar="POP,POP,...",
-        type=lambda text: [p for p in text.split(",") if p],
-        help="left-to-right population order; unlisted populations follow in order "
-        "of first appearance",
+    _add_population_arguments(
+        parser,
+        labels_help="population labels: a .pop file (one label per line, Q row "
+        "order), a .fam (family column), or a CSV/TSV with sample_id and population "
+        "columns",
+        ids_help="sample IDs in Q row order, to look a CSV/TSV label table up: the "
+        "run's .fam, .bed or VCF, or a file with one ID per line",
     )
     parser.add_argument(
         "-K", type=_k_list, nargs="+", metavar="K",
@@ -719,6 +723,53 @@ def run_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_report_parser(subparsers) -> None:
+    parser = _add_subcommand(
+        subparsers,
+        "report",
+        help="one self-contained interactive HTML report of a run",
+        description=(
+            "Write one HTML file that opens from disk with no server and no network: "
+            "ancestry bars of every PREFIX.K.Q (and of every mode, where "
+            "PREFIX.K.modes.tsv exists), aligned across K in plot's colours, "
+            "grouped by population and sortable by component, with each "
+            "individual's Q (and bootstrap SE) on hover; CV error against K, "
+            "log-likelihood per run and mode shares; the estimator each K used and "
+            "why; the input and filters; versions and command lines. Needs "
+            "admixspec[report] (Bokeh)."
+        ),
+    )
+    parser.add_argument("prefix", help="the --out prefix of admixspec run")
+    parser.add_argument(
+        "-o", "--out", required=True, metavar="HTML", help="the report to write",
+    )
+    _add_population_arguments(
+        parser,
+        labels_help="population labels, as plot takes them: a .pop file, a .fam "
+        "(family column), or a CSV/TSV with sample_id and population columns",
+        ids_help="sample IDs in Q row order (the run's .fam, .bed or VCF, or one ID "
+        "per line); default: the input recorded in PREFIX.K.json, when readable",
+    )
+    parser.add_argument(
+        "-K", type=_k_list, nargs="+", metavar="K",
+        help="only these K: '3 4', '2-5' or '2,4,6'; every PREFIX.K.Q if not given",
+    )
+    parser.add_argument("--title", help="page title (default: the prefix's name)")
+    parser.set_defaults(runner=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``admixspec report``: one call to :func:`admixspec.report.write_report`."""
+    from .report import write_report
+
+    write_report(
+        args.prefix, args.out, labels=args.labels, sample_ids=args.ids,
+        population_order=args.population_order, Ks=_flat(args.K), title=args.title,
+        command=command_line(args._argv),
+    )
+    return 0
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -741,6 +792,7 @@ def get_parser() -> argparse.ArgumentParser:
     _add_info_parser(subparsers)
     _add_plot_parser(subparsers)
     _add_summary_parser(subparsers)
+    _add_report_parser(subparsers)
     return parser
 
 

@@ -6,7 +6,7 @@ population. Several K are stacked as panels in numeric K order and each
 ancestral component keeps one colour from panel to panel: components are
 matched between consecutive panels by optimal assignment (the Hungarian
 algorithm) on their overlap, as pong and CLUMPP do, and a component that is
-new at a larger K gets a new colour. :func:`align_components` exposes the
+new at a larger K gets a new colour. :func:`admixspec.core.metrics.align_components` exposes the
 permutations.
 
 matplotlib is imported inside the functions, so ``import admixspec`` stays
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from .core.exceptions import InputError, UsageError
-from .core.metrics import assign_components
+from .core.metrics import align_components
 
-__all__ = ["align_components", "ancestry_palette", "plot_ancestry", "plot_cv"]
+__all__ = ["ancestry_palette", "individual_order", "plot_ancestry", "plot_cv"]
 
 logger = logging.getLogger("admixspec")
 
@@ -122,74 +122,7 @@ def _load_panels(Qs, Ks) -> list[tuple[np.ndarray, str]]:
     return panels
 
 
-def _overlap(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Shared mass ``sum_i min(A[i, a], B[i, b])``, shape (K_A, K_B)."""
-    return np.minimum(A[:, :, None], B[:, None, :]).sum(axis=0)
-
-
-def align_components(Qs) -> list[np.ndarray]:
-    """Permutations that give each ancestral component one colour across panels.
-
-    Panels are visited in numeric K order (ties keep their input order, so
-    several runs at one K are aligned to each other). Each panel's columns are
-    matched to the already-aligned columns of the panel before it by the
-    Hungarian algorithm, maximising their overlap
-    ``sum_i min(Q_prev[i, a], Q[i, b])``; at a larger K the unmatched
-    columns become new components, numbered by decreasing mean proportion.
-
-    Parameters
-    ----------
-    Qs : sequence of array_like, float, shape (n_individuals, K_j)
-        Ancestry proportions of one set of individuals (same rows) at any K.
-
-    Returns
-    -------
-    list of numpy.ndarray, int64, shape (K_j,)
-        In input order: ``perm`` such that ``Q[:, perm]`` is the aligned
-        panel, i.e. aligned column (colour) ``c`` is original column
-        ``perm[c]``. The smallest-K panel keeps its own order.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> Q2 = np.array([[0.9, 0.1], [0.1, 0.9], [0.5, 0.5]])
-    >>> Q3 = np.array([[0.0, 0.1, 0.9], [0.8, 0.1, 0.1], [0.1, 0.4, 0.5]])
-    >>> [p.tolist() for p in align_components([Q3, Q2])]
-    [[2, 0, 1], [0, 1]]
-    """
-    mats = [np.asarray(Q, dtype=float) for Q in Qs]
-    if not mats:
-        return []
-    n = mats[0].shape[0]
-    for j, Q in enumerate(mats):
-        if Q.ndim != 2 or Q.shape[0] != n:
-            raise UsageError(
-                f"every Q needs the same individuals: Q #{j} has shape {Q.shape}, "
-                f"the first has {n} rows"
-            )
-    order = sorted(range(len(mats)), key=lambda j: mats[j].shape[1])
-    perms: list[np.ndarray | None] = [None] * len(mats)
-    previous = None
-    for j in order:
-        Q = mats[j]
-        K = Q.shape[1]
-        if previous is None:
-            perm = np.arange(K, dtype=np.int64)
-        else:
-            matched = assign_components(_overlap(previous, Q), maximize=True)
-            perm = np.full(max(K, previous.shape[1]), -1, dtype=np.int64)
-            perm[: len(matched)] = matched
-            leftover = np.setdiff1d(np.arange(K), matched)
-            leftover = leftover[np.argsort(-Q[:, leftover].mean(axis=0), kind="stable")]
-            free = np.flatnonzero(perm < 0)
-            perm[free[: len(leftover)]] = leftover
-            perm = perm[perm >= 0]
-        perms[j] = perm
-        previous = Q[:, perm]
-    return perms  # type: ignore[return-value]
-
-
-def _individual_order(Q: np.ndarray, labels, population_order):
+def individual_order(Q: np.ndarray, labels, population_order):
     """Order individuals: by population, then by the population's main component.
 
     Returns (order, groups) where groups is a list of (name, start, stop)
@@ -386,7 +319,7 @@ def plot_ancestry(
         file name when two panels share a K).
     align : bool
         Match components across panels so a component keeps its colour
-        (:func:`align_components`). With ``False`` columns are drawn as given.
+        (:func:`~admixspec.core.metrics.align_components`). With ``False`` columns are drawn as given.
     sort_panel : int
         Which panel (index in K order; default the largest K) decides the
         order of individuals within a population: by decreasing share of the
@@ -446,7 +379,7 @@ def plot_ancestry(
     if len(colours) < K_max:
         raise UsageError(f"{len(colours)} colours for K = {K_max} components")
     n = aligned[0].shape[0]
-    order, groups = _individual_order(aligned[sort_panel], labels, population_order)
+    order, groups = individual_order(aligned[sort_panel], labels, population_order)
     if ax is None:
         fig, axes, rotate_labels = _new_figure(
             len(aligned), n, groups, width=width, panel_height=panel_height, dpi=dpi,

@@ -13,7 +13,8 @@ from admixspec.io.results import (
     read_sample_ids,
     summarize_runs,
 )
-from admixspec.plot import align_components, ancestry_palette, plot_ancestry, plot_cv
+from admixspec.core.metrics import align_components
+from admixspec.plot import ancestry_palette, plot_ancestry, plot_cv
 
 
 def _nested_truth(n=90, K_max=5, seed=3):

@@ -4,7 +4,7 @@ Admixture components are identifiable only up to a permutation, so every
 comparison between two Q matrices first matches columns with the Hungarian
 algorithm (:func:`scipy.optimize.linear_sum_assignment`) on the summed
 absolute differences. :func:`assign_components` is the one place admixspec
-matches components; the plots (overlap) and the binary latent model's
+matches components; :func:`align_components` (overlap, across K) and the binary latent model's
 ``w_error`` (squared distance) call it with their own costs.
 """
 
@@ -15,7 +15,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .exceptions import UsageError
 
-__all__ = ["assign_components", "match_components", "q_error"]
+__all__ = ["align_components", "assign_components", "match_components", "q_error"]
 
 
 def assign_components(cost, *, maximize: bool = False) -> np.ndarray:
@@ -107,3 +107,70 @@ def q_error(Q_true, Q_est) -> float:
         raise UsageError(f"shapes differ: {Q_true.shape} vs {Q_est.shape}")
     perm = match_components(Q_true, Q_est)
     return float(np.mean(np.abs(Q_true - Q_est[:, perm])))
+
+
+def _overlap(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Shared mass ``sum_i min(A[i, a], B[i, b])``, shape (K_A, K_B)."""
+    return np.minimum(A[:, :, None], B[:, None, :]).sum(axis=0)
+
+
+def align_components(Qs) -> list[np.ndarray]:
+    """Permutations that give each ancestral component one colour across panels.
+
+    Panels are visited in numeric K order (ties keep their input order, so
+    several runs at one K are aligned to each other). Each panel's columns are
+    matched to the already-aligned columns of the panel before it by the
+    Hungarian algorithm, maximising their overlap
+    ``sum_i min(Q_prev[i, a], Q[i, b])``; at a larger K the unmatched
+    columns become new components, numbered by decreasing mean proportion.
+
+    Parameters
+    ----------
+    Qs : sequence of array_like, float, shape (n_individuals, K_j)
+        Ancestry proportions of one set of individuals (same rows) at any K.
+
+    Returns
+    -------
+    list of numpy.ndarray, int64, shape (K_j,)
+        In input order: ``perm`` such that ``Q[:, perm]`` is the aligned
+        panel, i.e. aligned column (colour) ``c`` is original column
+        ``perm[c]``. The smallest-K panel keeps its own order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Q2 = np.array([[0.9, 0.1], [0.1, 0.9], [0.5, 0.5]])
+    >>> Q3 = np.array([[0.0, 0.1, 0.9], [0.8, 0.1, 0.1], [0.1, 0.4, 0.5]])
+    >>> [p.tolist() for p in align_components([Q3, Q2])]
+    [[2, 0, 1], [0, 1]]
+    """
+    mats = [np.asarray(Q, dtype=float) for Q in Qs]
+    if not mats:
+        return []
+    n = mats[0].shape[0]
+    for j, Q in enumerate(mats):
+        if Q.ndim != 2 or Q.shape[0] != n:
+            raise UsageError(
+                f"every Q needs the same individuals: Q #{j} has shape {Q.shape}, "
+                f"the first has {n} rows"
+            )
+    order = sorted(range(len(mats)), key=lambda j: mats[j].shape[1])
+    perms: list[np.ndarray | None] = [None] * len(mats)
+    previous = None
+    for j in order:
+        Q = mats[j]
+        K = Q.shape[1]
+        if previous is None:
+            perm = np.arange(K, dtype=np.int64)
+        else:
+            matched = assign_components(_overlap(previous, Q), maximize=True)
+            perm = np.full(max(K, previous.shape[1]), -1, dtype=np.int64)
+            perm[: len(matched)] = matched
+            leftover = np.setdiff1d(np.arange(K), matched)
+            leftover = leftover[np.argsort(-Q[:, leftover].mean(axis=0), kind="stable")]
+            free = np.flatnonzero(perm < 0)
+            perm[free[: len(leftover)]] = leftover
+            perm = perm[perm >= 0]
+        perms[j] = perm
+        previous = Q[:, perm]
+    return perms  # type: ignore[return-value]

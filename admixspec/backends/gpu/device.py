@@ -19,38 +19,14 @@ import numpy as np
 
 from ...core.exceptions import MissingDependencyError, UsageError
 from ...ml.likelihood import Engine, engine_factory
+from .numba_cuda import import_cuda
 
-__all__ = ["DEVICES", "cuda_status", "default_device", "import_cuda", "make_engine",
-           "resolve_device"]
+__all__ = ["DEVICES", "cuda_status", "default_device", "make_engine", "resolve_device"]
 
 logger = logging.getLogger("admixspec")
 
 #: The accepted values of ``device``.
 DEVICES = ("auto", "cpu", "cuda")
-
-
-def import_cuda():
-    """``numba.cuda``, with ``np.row_stack`` present only while its registries load.
-
-    numba-cuda (0.30.4 and earlier) registers an overload of ``np.row_stack``,
-    which numpy 2.5 removed, when its array functions load (on the first CUDA
-    compilation): without the name that fails with "module 'numpy' has no
-    attribute 'row_stack'" (seen on the H200 image). They are loaded here with
-    the name aliased to ``np.vstack`` for the moment, and the alias is removed
-    again, so that importing admixspec changes nothing in numpy.
-    """
-    added = not hasattr(np, "row_stack")
-    if added:
-        np.row_stack = np.vstack
-    try:
-        from numba import cuda
-
-        with contextlib.suppress(ImportError):  # numba's own CUDA target has none
-            import numba.cuda.np.arrayobj  # noqa: F401 - registers the overloads
-    finally:
-        if added:
-            del np.row_stack
-    return cuda
 
 
 def _simulated() -> bool:

@@ -38,7 +38,7 @@ import numpy as np
 from ...core.parameters import P_MAX, P_MIN
 from ...ml._kernels import newton
 from ...ml._kernels.likelihood import LOG_EVERY
-from .device import import_cuda
+from .numba_cuda import import_cuda
 
 
 cuda = import_cuda()
