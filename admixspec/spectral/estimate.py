@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -51,6 +52,7 @@ __all__ = [
     "privacy_pass",
     "private_allele_snps",
     "rare_allele_snps",
+    "ScoringSample",
     "snp_sample",
     "spectral_pass",
     "spectral_scan",
@@ -86,8 +88,25 @@ def rare_allele_snps(counted, observed, *, min_count=2, max_frequency=0.05):
     return snps, flip
 
 
-def snp_sample(dosage, size, rng, *, snps=None):
-    """A random SNP sample as ``(g, observed, x)`` for likelihood scoring.
+class ScoringSample(NamedTuple):
+    """A random SNP sample for likelihood scoring (:func:`snp_sample`).
+
+    Attributes
+    ----------
+    g : numpy.ndarray, float64, shape (m, size)
+        Dosages, missing as 0.
+    observed : numpy.ndarray, bool, shape (m, size)
+    x : numpy.ndarray, float64, shape (m, size)
+        Allele frequencies ``g / 2``, missing imputed by the SNP's mean.
+    """
+
+    g: np.ndarray
+    observed: np.ndarray
+    x: np.ndarray
+
+
+def snp_sample(dosage, size, rng, *, snps=None) -> ScoringSample:
+    """A random SNP sample for likelihood scoring.
 
     Parameters
     ----------
@@ -99,9 +118,7 @@ def snp_sample(dosage, size, rng, *, snps=None):
 
     Returns
     -------
-    tuple of numpy.ndarray
-        ``g`` (float64, missing as 0), ``observed`` (bool), ``x`` (float64,
-        missing imputed by the SNP mean), each of shape (m, size).
+    ScoringSample
     """
     pool = np.arange(dosage.shape[1]) if snps is None else np.asarray(snps)
     chosen = np.sort(rng.choice(pool, size=min(size, len(pool)), replace=False))
@@ -109,7 +126,7 @@ def snp_sample(dosage, size, rng, *, snps=None):
     observed = block >= 0
     g = np.where(observed, block, 0).astype(np.float64)
     _, x = next(frequency_blocks(block, block_size=max(len(chosen), 1)))
-    return g, observed, x
+    return ScoringSample(g, observed, x)
 
 
 @dataclass
@@ -168,7 +185,7 @@ def spectral_pass(
         Number of ancestral populations, ``K >= 2``.
     snps, flip : numpy.ndarray
         Moment SNPs and which of them count the other allele.
-    sample, rescore_sample : tuple
+    sample, rescore_sample : ScoringSample
         Scoring samples from :func:`snp_sample`.
     fill : callable, optional
         Model-based imputation of missing calls for the moments.
@@ -212,7 +229,7 @@ def spectral_pass(
     timings["eigenpairs"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    candidates = make_candidates(tensor, eigen.vectors, eigen.values, white.K_white, sample[2])
+    candidates = make_candidates(tensor, eigen.vectors, eigen.values, white.K_white, sample.x)
     # most curved (local maxima) first: the components when the tensor is
     # (nearly) orthogonally decomposable, see candidates.curvatures
     order = np.argsort(candidates.curvature, kind="stable")[:max_candidates]
@@ -469,7 +486,7 @@ def spectral_scan(
     ----------
     dosage : numpy.ndarray, int8, shape (m, n)
     K : int
-    sample, rescore_sample : tuple
+    sample, rescore_sample : ScoringSample
         Scoring samples from :func:`snp_sample`.
     windows : sequence of float
         Increasing upper ends of the minor-allele frequency windows.
