@@ -54,9 +54,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realistic_suite import load_setting
 
 from admixspec import fit_admixture
-from admixspec.fit import default as model
 from admixspec.core.genotypes import allele_counts
 from admixspec.core.metrics import q_error
+from admixspec.fit import default as model
 from admixspec.spectral.estimate import (
     column_space,
     privacy_pass,

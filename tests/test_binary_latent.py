@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+from admixspec.core.exceptions import UsageError
 from admixspec.spectral.binary_latent import (
     estimate_rank_and_noise,
     fit_als,
@@ -17,7 +18,6 @@ from admixspec.spectral.binary_latent import (
     w_error,
     wls_step,
 )
-from admixspec.core.exceptions import UsageError
 
 
 def _rigid_data(d=5, m=12, n_random=300, seed=0):

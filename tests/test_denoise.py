@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from admixspec.core.frequencies import frequency_blocks
 from admixspec.spectral.denoise import (
     complete_diagonal,
     masked_tensor_operator,
@@ -10,9 +11,8 @@ from admixspec.spectral.denoise import (
     whiten,
     whiten_in_subspace,
 )
-from admixspec.spectral.tensor import symmetrize
-from admixspec.core.frequencies import frequency_blocks
 from admixspec.spectral.moments import second_moments, whitened_third_moment_terms
+from admixspec.spectral.tensor import symmetrize
 
 from .reference import dense_third_moment, distinct_mask, masked_least_squares_tensor
 

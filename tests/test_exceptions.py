@@ -6,7 +6,11 @@ import sys
 
 import pytest
 
-from admixspec.core.exceptions import AdmixspecError, MissingDependencyError, import_optional
+from admixspec.core.exceptions import (
+    AdmixspecError,
+    MissingDependencyError,
+    import_optional,
+)
 
 
 class TestImportOptional:

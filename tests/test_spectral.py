@@ -6,10 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from admixspec.core.metrics import q_error
 from admixspec.core.genotypes import allele_counts
+from admixspec.core.metrics import q_error
 from admixspec.core.parameters import simplex_projection
-from admixspec.spectral.search import infeasibility, q_from_candidates
 from admixspec.spectral.estimate import (
     k_hint,
     privacy_pass,
@@ -19,6 +18,7 @@ from admixspec.spectral.estimate import (
     spectral_pass,
     spectral_scan,
 )
+from admixspec.spectral.search import infeasibility, q_from_candidates
 
 from .reference import simulate_structured as _simulate
 

@@ -24,7 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from ...core.exceptions import UsageError, import_optional
-from .chunks import DaskChunks, DistributedError, Traffic, import_distributed, workers_now
+from .chunks import (
+    DaskChunks,
+    DistributedError,
+    Traffic,
+    import_distributed,
+    workers_now,
+)
 
 __all__ = ["InsecureSchedulerWarning", "connect", "device_with_scheduler", "is_loopback",
            "parse_scheduler", "scheduler", "tls_security", "use_client"]
