@@ -18,7 +18,8 @@ as it did before chunks existed.
 from __future__ import annotations
 
 import contextvars
-from typing import Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 

@@ -62,7 +62,7 @@ class CandidateSet:
     def __len__(self) -> int:
         return self.vectors.shape[0]
 
-    def take(self, index) -> "CandidateSet":
+    def take(self, index) -> CandidateSet:
         """Candidates at the given positions, in that order."""
         index = np.asarray(index, dtype=np.int64)
         return CandidateSet(
