@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paper_simulation import PAPER_ALGORITHM, draw_params  # noqa: E402
+from paper_simulation import PAPER_ALGORITHM, draw_params
 
-from admixspec.spectral.binary_latent import (  # noqa: E402
+from admixspec.spectral.binary_latent import (
     fit_binary_latent,
     fit_oracle,
     simulate_binary_latent,
