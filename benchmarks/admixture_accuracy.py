@@ -72,7 +72,7 @@ def crux(dosage, Q, K, seed):
     vectors = best.candidates.vectors
     nearest = [int(np.argmin(np.linalg.norm(vectors - row, axis=1))) for row in truth]
     distances = [float(np.linalg.norm(vectors[i] - row) / np.linalg.norm(row))
-                 for i, row in zip(nearest, truth)]
+                 for i, row in zip(nearest, truth, strict=True)]
     chosen = best.search is not None and sorted(nearest) == sorted(best.search.subset.tolist())
     return distances, bool(chosen)
 

@@ -61,7 +61,7 @@ class TestSpectralPass:
         ]
         distances = [
             np.linalg.norm(vectors[i] - row) / np.linalg.norm(row)
-            for i, row in zip(nearest, truth)
+            for i, row in zip(nearest, truth, strict=True)
         ]
         assert max(distances) < 0.05
         assert sorted(nearest) == sorted(result.search.subset.tolist())

@@ -90,7 +90,7 @@ def add_sums(sums: list) -> tuple:
     >>> add_sums([(1.0, np.ones(2)), (2.0, np.ones(2))])
     (3.0, array([2., 2.]))
     """
-    return tuple(sum(fields) for fields in zip(*sums))
+    return tuple(sum(fields) for fields in zip(*sums, strict=True))
 
 
 def map_sum(chunks: GenotypeChunks, function: Callable, P, *shared) -> tuple[list, tuple]:

@@ -532,7 +532,7 @@ def spectral_scan(
     best = None
     scan = []
     whitenings = _window_whitenings(dosage, K, snps, flip, bins, len(windows), fill, subspace)
-    for b, (end, (n_window, white)) in enumerate(zip(windows, whitenings)):
+    for b, (end, (n_window, white)) in enumerate(zip(windows, whitenings, strict=True)):
         entry = {"max_frequency": float(end), "snps": n_window}
         scan.append(entry)
         if n_window < min_snps or isinstance(white, str):

@@ -187,7 +187,7 @@ def _swap_descent(score, c, k, starts):
             }
             fresh = [n for n in neighbours if n not in seen]
             if fresh:
-                seen.update(zip(fresh, score(np.array(fresh))))
+                seen.update(zip(fresh, score(np.array(fresh)), strict=True))
             best = min(neighbours, key=seen.__getitem__)
             if seen[best] >= seen[current]:
                 break
@@ -279,10 +279,10 @@ def search_subsets(
     top = near[np.argsort(-sample_ll, kind="stable")[:n_finalists]]
     rescored = likelihood_scores(candidates, subsets[top], *rescore_sample)
     best = int(np.argmax(rescored))
-    lookup = dict(zip(near.tolist(), sample_ll.tolist()))
+    lookup = dict(zip(near.tolist(), sample_ll.tolist(), strict=True))
     finalists = [
         (subsets[i].tolist(), float(values[i]), lookup[int(i)], float(r))
-        for i, r in zip(top, rescored)
+        for i, r in zip(top, rescored, strict=True)
     ]
     return SubsetSearchResult(
         subset=subsets[top[best]],

@@ -451,9 +451,11 @@ class DaskChunks:
                 value = client.scatter(value, hash=False)
             sent_shared.append(value)
         rows = self._send_rows(P, live)
+        # not strict: release() empties _futures but keeps bounds (rows has one
+        # entry per bound), and a pass after it submits no task
         return [client.submit(_run_chunk, function, self.threads, chunk, chunk_rows,
                               *sent_shared, pure=False)
-                for chunk, chunk_rows in zip(self._futures, rows)]
+                for chunk, chunk_rows in zip(self._futures, rows, strict=False)]
 
     def _send_rows(self, P, live) -> list:
         """Futures of each chunk's P rows, sent to the worker holding the chunk.
@@ -474,7 +476,7 @@ class DaskChunks:
                                               else [worker], hash=False)
             except KeyError:  # the scheduler no longer knows the worker
                 raise ConnectionError(f"worker {worker} left the cluster") from None
-            for i, future in zip(indices, futures):
+            for i, future in zip(indices, futures, strict=True):  # one per part
                 rows[i] = future
         return rows
 
