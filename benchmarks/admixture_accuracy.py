@@ -141,12 +141,18 @@ def main(argv=None):
                 base = {"setting": setting, "alpha": alpha, "replicate": replicate,
                         "m": dosage.shape[0], "n": dosage.shape[1]}
                 distances, chosen = crux(dosage, Q, K, seed=replicate)
-                methods = [("admixspec", lambda: fit_admixture(dosage, K, seed=replicate)),
-                           ("spectral", lambda: fit_admixture(dosage, K, seed=replicate,
-                                                              refine=False))]
+                # the closures run in this iteration (the loop below), with this
+                # replicate's dosage, K and seed
+                methods = [
+                    ("admixspec",
+                     lambda: fit_admixture(dosage, K, seed=replicate)),  # noqa: B023
+                    ("spectral",
+                     lambda: fit_admixture(dosage, K, seed=replicate,  # noqa: B023
+                                           refine=False)),
+                ]
                 if not args.quick:
-                    methods.append(("ml-random", lambda: fit_ml(dosage, K, init="random",
-                                                                seed=replicate)))
+                    methods.append(("ml-random", lambda: fit_ml(
+                        dosage, K, init="random", seed=replicate)))  # noqa: B023
                 for name, run in methods:
                     result, seconds, peak = measured(run)
                     write({**base, "method": name, "q_error": q_error(Q, result.Q),
@@ -172,8 +178,8 @@ def write_markdown(rows, path):
     for row in rows:
         groups.setdefault((row["setting"], row["alpha"], row["method"]), []).append(row)
     for (setting, alpha, method), group in groups.items():
-        def mean(key):
-            values = [r[key] for r in group if key in r]
+        def mean(key):  # called in this iteration only, with this group
+            values = [r[key] for r in group if key in r]  # noqa: B023
             return float(np.mean(values)) if values else float("nan")
         chosen = [r["true_chosen"] for r in group if "true_chosen" in r]
         lines.append(
