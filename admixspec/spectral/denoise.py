@@ -93,7 +93,7 @@ def complete_diagonal(M2, K, *, tol=1e-9, max_iter=300):
     diagonal = np.diag(R).copy()
     n_iter = 0
     vectors = None
-    for n_iter in range(1, max_iter + 1):
+    for n_iter in range(1, max_iter + 1):  # noqa: B007 - returned after the loop
         values, vectors = _top_eigenpairs(R, K, vectors)
         new_diagonal = np.einsum("ik,k,ik->i", vectors, values, vectors)
         change = np.linalg.norm(new_diagonal - diagonal)
@@ -296,7 +296,7 @@ def solve_masked_tensor(terms: ThirdMomentTerms, B, *, tol=1e-12, max_iter=500):
     rz = np.vdot(residual, z)
     rhs_norm = max(np.linalg.norm(rhs), np.finfo(float).tiny)
     iterations = 0
-    for iterations in range(1, max_iter + 1):
+    for iterations in range(1, max_iter + 1):  # noqa: B007 - reported in info
         if np.linalg.norm(residual) <= tol * rhs_norm:
             break
         applied = masked_tensor_operator(direction, B, G)
