@@ -19,8 +19,8 @@ from admixspec.ml.newton import BlockNewton
 
 distributed = pytest.importorskip("distributed")
 
-from admixspec.backends.distributed import DaskChunks, connect, use_client
-from admixspec.backends.distributed.cluster import parse_scheduler
+from admixspec.backends.distributed import DaskChunks, connect, use_client  # noqa: E402
+from admixspec.backends.distributed.cluster import parse_scheduler  # noqa: E402
 
 K = 3
 
