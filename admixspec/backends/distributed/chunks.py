@@ -229,7 +229,7 @@ class DaskChunks:
 
     @classmethod
     def from_chunks(cls, client, source, *, chunk_snps=None, threads=1, traffic=None):
-        """Send the chunks of another source (e.g. a streamed ``.vcz`` store) to the workers.
+        """Send another source's chunks (e.g. a streamed ``.vcz`` store) to the workers.
 
         Each chunk is read here, one at a time, and sent; a chunk lost with
         its worker is read and sent again.
@@ -308,7 +308,8 @@ class DaskChunks:
                             traffic=traffic)
 
     @classmethod
-    def from_bed_chunks(cls, client, source, *, chunk_snps=None, threads=1, traffic=None):
+    def from_bed_chunks(cls, client, source, *, chunk_snps=None, threads=1,
+                        traffic=None):
         """The individuals and SNPs of a streamed ``.bed`` source, read by the workers.
 
         Parameters
@@ -396,7 +397,8 @@ class DaskChunks:
         sums : tuple
             The chunks' ``sums``, added.
         """
-        return self._retried(lambda: self._gather_tree(self._submit(function, P, shared)))
+        return self._retried(
+            lambda: self._gather_tree(self._submit(function, P, shared)))
 
     def _retried(self, attempt_pass):
         """Run a pass, again after chunks lost with a worker are placed again.

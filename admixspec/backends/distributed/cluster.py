@@ -139,7 +139,7 @@ def device_with_scheduler(spec: str | None, device: str) -> str:
 
 
 def parse_scheduler(spec: str):
-    """``("local", N)``, ``("address", spec)`` or ``("file", spec)`` from ``--scheduler``.
+    """``--scheduler`` as ``("local", N)``, ``("address", spec)`` or ``("file", spec)``.
 
     Examples
     --------
