@@ -49,7 +49,8 @@ def _top_eigenpairs(matrix, K, start=None):
         # made the same seed give different bits; the all-ones direction is fixed
         # and overlaps the leading eigenvector of a non-negative moment matrix.
         v0 = np.full(m, 1.0 / np.sqrt(m)) if start is None else start.sum(axis=1)
-        values, vectors = scipy.sparse.linalg.eigsh(matrix, k=K, which="LA", v0=v0, tol=1e-12)
+        values, vectors = scipy.sparse.linalg.eigsh(matrix, k=K, which="LA", v0=v0,
+                                                    tol=1e-12)
         order = np.argsort(values)
         values, vectors = values[order], vectors[:, order]
     return values[::-1], vectors[:, ::-1]
