@@ -1,4 +1,7 @@
-"""Tests of admixspec.spectral.binary_latent: Algorithms 1-2 of the seed paper and baselines."""
+"""Tests of admixspec.spectral.binary_latent.
+
+Algorithms 1-2 of the seed paper and baselines.
+"""
 
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ def test_passes__equal_in_memory_passes(client_fixture, sim_fixture):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def test_traffic__counts_p_rows_and_shared_arrays_per_worker(client_fixture, sim_fixture):
+def test_traffic__counts_p_rows_and_shared_arrays_per_worker(client_fixture,
+                                                             sim_fixture):
     G, Q, P = sim_fixture.genotypes.dosage, sim_fixture.Q, sim_fixture.P
     chunks = DaskChunks.scatter(client_fixture, G)
     assert len(chunks.bounds) == 2  # one chunk per worker thread
