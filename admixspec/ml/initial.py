@@ -22,23 +22,28 @@ __all__ = ["random_init", "svd_init", "svd_starts"]
 _CHUNK = 4096
 
 
-def _centred_block(G, f, j0):
-    """float32 block of G/2 - f with missing entries set to 0 (the mean)."""
+def _centred_block(G, f, j0, scale=None):
+    """float32 block of G/2 - f with missing entries set to 0 (the mean).
+
+    With ``scale`` (n_snps,), column j is multiplied by ``scale[j]``.
+    """
     block = G[:, j0 : j0 + _CHUNK]
     X = block.astype(np.float32)
     X *= 0.5
     X -= f[j0 : j0 + _CHUNK].astype(np.float32)
     X[block < 0] = 0.0
+    if scale is not None:
+        X *= scale[j0 : j0 + _CHUNK].astype(np.float32)
     return X
 
 
-def _randomized_svd(G, f, rank, *, n_power, rng):
-    """Top singular triplets of the centred matrix X = G/2 - f (streamed)."""
+def _randomized_svd(G, f, rank, *, n_power, rng, scale=None):
+    """Top singular triplets of X = (G/2 - f) diag(scale) (streamed over SNPs)."""
     m, n = G.shape
     width = min(rank + 10, m, n)
     Y = np.zeros((m, width), dtype=np.float32)
     for j0 in range(0, n, _CHUNK):
-        X = _centred_block(G, f, j0)
+        X = _centred_block(G, f, j0, scale)
         Omega = rng.standard_normal((X.shape[1], width)).astype(np.float32)
         Y += X @ Omega
     Qy, _ = np.linalg.qr(Y.astype(np.float64))
@@ -47,7 +52,7 @@ def _randomized_svd(G, f, rank, *, n_power, rng):
         Y = np.zeros((m, Qy.shape[1]), dtype=np.float64)
         Qy32 = Qy.astype(np.float32)
         for j0 in range(0, n, _CHUNK):
-            X = _centred_block(G, f, j0)
+            X = _centred_block(G, f, j0, scale)
             Zb = X.T @ Qy32
             Z[j0 : j0 + X.shape[1]] = Zb
             Y += X @ Zb
@@ -55,7 +60,7 @@ def _randomized_svd(G, f, rank, *, n_power, rng):
     Z = np.empty((n, Qy.shape[1]))
     Qy32 = Qy.astype(np.float32)
     for j0 in range(0, n, _CHUNK):
-        X = _centred_block(G, f, j0)
+        X = _centred_block(G, f, j0, scale)
         Z[j0 : j0 + X.shape[1]] = X.T @ Qy32
     # X ~ Qy Z^T;  Z = Uz S Vz^T  =>  X ~ (Qy Vz) S Uz^T
     Uz, S, Vzt = np.linalg.svd(Z, full_matrices=False)

@@ -49,8 +49,8 @@ __all__ = ["THREADS_PER_BLOCK", "cuda", "kernels", "pack_rows", "sum_chunks", "z
 THREADS_PER_BLOCK = 128
 
 # The CPU Newton-step functions and the names they call each other by.
-_NEWTON_FUNCTIONS = ("constrained_newton_step", "_free_step", "_cholesky_solve",
-                     "_substitute", "step_bounds")
+_NEWTON_FUNCTIONS = ("constrained_newton_step", "active_set_step", "_free_step",
+                     "_cholesky_solve", "_substitute", "step_bounds")
 
 
 def _device_twins():

@@ -174,10 +174,21 @@ def constrained_newton_step(x, g, C, lo, hi, simplex, iwork, d, work, out):
     out : numpy.ndarray, float64, shape (K,)
         Receives the new row, inside the bounds.
     """
+    for k in range(x.shape[0]):
+        iwork[0, k] = 0
+    active_set_step(x, g, C, lo, hi, simplex, iwork, d, work, out)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def active_set_step(x, g, C, lo, hi, simplex, iwork, d, work, out):
+    """:func:`constrained_newton_step` from the active set in ``iwork[0]``.
+
+    ``iwork[0, k]`` is 0 (free), -1 (held at ``lo[k]``) or +1 (held at
+    ``hi[k]``) on entry: a guess (e.g. the bounds that held the previous
+    solution) that the active-set iterations then correct.
+    """
     K = x.shape[0]
     state = iwork[0]
-    for k in range(K):
-        state[k] = 0
     for _ in range(K + _MAX_ACTIVE_SET):
         nu = _free_step(x, g, C, lo, hi, simplex, state, iwork[1], d, work)
         added = False
