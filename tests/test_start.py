@@ -59,7 +59,7 @@ class TestRowSolver:
         free = X > Q_MIN * (1 + 1e-9)
         at_floor = ~free
         assert at_floor.any()
-        for g, fr, fl in zip(grad, free, at_floor):
+        for g, fr, fl in zip(grad, free, at_floor, strict=True):
             level = g[fr].mean()
             np.testing.assert_allclose(g[fr], level, atol=1e-6 * np.abs(g).max())
             assert np.all(g[fl] >= level - 1e-6 * np.abs(g).max())
@@ -133,7 +133,8 @@ class TestSubspaceStarts:
         for Q, P in starts:
             assert Q.shape == (120, 4) and P.shape == (3000, 4)
             np.testing.assert_allclose(Q.sum(axis=1), 1.0)
-            assert Q.min() >= Q_MIN * (1 - 1e-12) and P_MIN <= P.min() <= P.max() <= P_MAX
+            assert Q.min() >= Q_MIN * (1 - 1e-12)
+            assert P_MIN <= P.min() <= P.max() <= P_MAX
         assert q_error(starts[0][0], starts[1][0]) > 1e-3
         assert q_error(starts[1][0], starts[2][0]) > 1e-3
 

@@ -1,18 +1,22 @@
-"""Maximum-likelihood fit of ADMIXTURE's model: block relaxation with SQUAREM.
+"""Maximum-likelihood fit of ADMIXTURE's model: block relaxation with quasi-Newton steps.
 
 Algorithm (all passes are fused, SNP-blocked, multi-threaded numba kernels):
 
-1. **Start** from the given (Q, P), or from :func:`admixspec.ml.initial.svd_init`
-   (``init="svd"``, default) or :func:`admixspec.ml.initial.random_init`
-   (``init="random"``, the baseline). When it chooses its own start,
-   :func:`fit_ml` screens ``starts`` (default 3) of them: each runs
-   ``screen_iter`` (5) accelerated iterations and the one with the highest
-   log-likelihood runs on. The likelihood can have several local maxima that
-   no local step rule tells apart -- on the HapMap3 tutorial data at K = 4, 5
-   they differ in which small family of close relatives gets a component of
-   its own, and a single SVD start's last directions (drawn from a flat bulk
-   of singular values) pick one at random; see
-   :func:`admixspec.ml.initial.svd_starts` and docs/benchmarks.md.
+1. **Start** from the given (Q, P), or from
+   :func:`admixspec.ml.start.subspace_starts` (``init="svd"``, default:
+   randomized SVD, then exact constrained ALS in its subspace) or
+   :func:`admixspec.ml.initial.random_init` (``init="random"``, the
+   baseline). When it chooses its own start, :func:`fit_ml` screens
+   ``starts`` (default 5) of them: each runs ``screen_iter`` accelerated
+   iterations (SVD starts: none, they are ranked by their own
+   log-likelihood; random starts: 5) and the one with the highest
+   log-likelihood runs on. The likelihood can have several local maxima
+   that no local step rule tells apart -- on the HapMap3 tutorial data at
+   K = 4, 5 they differ in which small family of close relatives gets a
+   component of its own, and a start's last directions (drawn from a flat
+   bulk of singular values) pick one at random; see
+   :func:`admixspec.ml.start.subspace_starts` and docs/benchmarks.md.
+   ``extra_starts`` are screened beside them.
 2. **Mini-batch EM warm-up** (``batches > 1``; the default only for
    ``accel="squarem"``): each epoch visits the SNP blocks in a random order
    split into ``B`` batches and, per batch, takes one SQUAREM step of the EM
@@ -22,13 +26,15 @@ Algorithm (all passes are fused, SNP-blocked, multi-threaded numba kernels):
 3. **Main phase.** ``accel="newton"`` (default): ADMIXTURE's block relaxation
    (Alexander, Novembre & Lange 2009; :mod:`admixspec.ml.newton`) -- one
    constrained Newton step per SNP row of P, then per individual row of Q,
-   from one read of the genotypes -- accelerated by SQUAREM's squared
-   extrapolation (Varadhan & Roland 2008), which is the one-secant case of
-   the quasi-Newton scheme of Zhou, Alexander & Lange (2011). Two passes per
-   iteration (:func:`_newton_qn_phase`). ``accel="squarem"``: the EM map
-   under guarded SQUAREM with backtracking, 2-3 passes per iteration (the
-   engine before block relaxation, kept as a fallback and for comparison;
-   on the HapMap3 tutorial data it needs 4-10x more passes).
+   from one read of the genotypes -- accelerated by the quasi-Newton scheme
+   of Zhou, Alexander & Lange (2011) with ``secants`` (3) secant pairs
+   (:class:`admixspec.ml.quasi_newton.SecantChain`); ``secants=1`` is
+   SQUAREM's squared extrapolation (Varadhan & Roland 2008), the one-secant
+   case (:class:`_QNChain`). Two passes per iteration either way
+   (:func:`_newton_qn_phase`). ``accel="squarem"``: the EM map under
+   guarded SQUAREM with backtracking, 2-3 passes per iteration (the engine
+   before block relaxation, kept as a fallback and for comparison; on the
+   HapMap3 tutorial data it needs 4-10x more passes).
 4. **Stopping** as ADMIXTURE: stop when the log-likelihood gained between
    successive iterations is below ``tol`` (default 1e-4, the ``-C`` of
    ADMIXTURE); the returned (Q, P) is the iterate whose log-likelihood is
@@ -52,9 +58,11 @@ from ..core.parameters import P_MAX, P_MIN, check_params, clip_proportions
 from ..core.result import FitResult
 from ..core.threads import thread_limit
 from ..core.validation import Dosage, Interval, Options, validate_params
-from .initial import random_init, svd_starts
+from .initial import random_init
 from .likelihood import Engine, make_engine
 from .newton import BlockNewton
+from .quasi_newton import MapChain, SecantChain
+from .start import subspace_starts
 
 __all__ = [
     "IterationInfo",
@@ -71,11 +79,24 @@ _INITS = ("svd", "random")
 
 #: Starts that :func:`fit_ml` screens when it chooses its own start. HapMap3
 #: at K = 4, 5 has several local maxima (the smallest component given to one
-#: or another family of close relatives); 2 of 11 SVD starts at K = 4 and 1
-#: of 5 at K = 5 ended below ADMIXTURE's optimum on their own (docs/benchmarks.md).
-DEFAULT_STARTS = 3
-#: Iterations each screened start runs before the best is kept (2 passes each).
-SCREEN_ITER = 5
+#: or another family of close relatives): 10 subspace starts at K = 4 ended in
+#: 6 of them, 3 below ADMIXTURE's optimum. With 5 starts (each its own SVD
+#: sketch) ranked by their own log-likelihood, the fits for seeds 0-3, 42 and
+#: 43 all ended above ADMIXTURE's optimum at K = 4 (+9.9e-5 to +1.15e-4) and
+#: K = 5 (+1.4e-4 to +4.2e-4); with 3 starts screened for 5 iterations seed 1
+#: ended below it at K = 4 (-1.2e-5) (measured on branch engine;
+#: benchmarks/hapmap3_parity.py and docs/benchmarks.md).
+DEFAULT_STARTS = 5
+#: Iterations each screened start runs before the best is kept (2 passes
+#: each): none for SVD starts (ranked by their own log-likelihood, see
+#: DEFAULT_STARTS), 5 for random starts, whose own log-likelihoods say little.
+SCREEN_ITER = 0
+SCREEN_ITER_RANDOM = 5
+#: Secant pairs of the block-relaxation map's quasi-Newton acceleration
+#: (ADMIXTURE's and ADAMIXTURE's default). On 1000 Genomes at K = 5 it
+#: converged in 53 iterations from the start SQUAREM's step (1 pair) needed
+#: 87 for, at a 0.01 higher log-likelihood (docs/benchmarks.md).
+DEFAULT_SECANTS = 3
 
 
 class IterationInfo(NamedTuple):
@@ -318,13 +339,17 @@ def accelerated_em(
     accel: str = "newton",
     other_starts=(),
     screen_iter: int = 0,
+    secants: int | None = None,
 ):
     """Maximise the likelihood from (Q, P) until ADMIXTURE's stopping rule holds.
 
     ``accel="newton"`` accelerates the block-relaxation Newton map
     (:func:`_newton_qn_phase`), screening (Q, P) and ``other_starts`` (a
     sequence of (Q, P)) for ``screen_iter`` iterations each when there are
-    any; ``"squarem"`` runs the EM's mini-batch warm-up
+    any, with ``secants`` secant pairs (:data:`DEFAULT_SECANTS` when None;
+    1 is SQUAREM's step, :class:`_QNChain`; more, Zhou, Alexander & Lange's
+    quasi-Newton step, :class:`admixspec.ml.quasi_newton.SecantChain`);
+    ``"squarem"`` runs the EM's mini-batch warm-up
     (:func:`_minibatch_phase`, when ``batches > 1``) and then SQUAREM on the
     EM map (:func:`_squarem_em_phase`). P is held fixed when ``update_p`` is
     false, and the rows of ``fixed`` keep their values.
@@ -341,11 +366,12 @@ def accelerated_em(
         return Maximization(Q, P, engine.loglik(Q, P), len(run.history), False,
                             run.history)
     if accel == "newton":
-        return _newton_qn_phase(run, [(Q, P), *other_starts], tol, screen_iter)
+        return _newton_qn_phase(run, [(Q, P), *other_starts], tol, screen_iter,
+                                DEFAULT_SECANTS if secants is None else int(secants))
     return _squarem_em_phase(run, Q, P, tol)
 
 
-class _QNChain:
+class _QNChain(MapChain):
     """One SQUAREM-accelerated block-relaxation run; two passes per iteration.
 
     The state is an iterate x with its log-likelihood and its image F(x)
@@ -360,52 +386,39 @@ class _QNChain:
     """
 
     def __init__(self, run, Q, P):
-        self.run = run
-        self.Q, self.P = Q, P
-        self.Fx = run.newton(Q, P)
-        self.ll = self.Fx[2]
+        super().__init__(run, Q, P)
         self.step_max = 64.0
-        self.converged = False
 
-    def advance(self, tol):
-        """One iteration; returns ``(stage, loglik before, loglik after)``."""
+    def accelerate(self, Q1, P1, Q2, P2, ll1):
+        """SQUAREM's jump from (x, F(x), F(F(x))), kept if at least as good as F(x)."""
         run, Q, P = self.run, self.Q, self.P
-        Q1, P1 = self.Fx[0], self.Fx[1]
-        Q2, P2, ll1 = run.newton(Q1, P1)
-        if ll1 < self.ll:
-            run.engine.restarts += 1
-            Q1, P1, _ = run.em(Q, P)
-            self.Fx = run.newton(Q1, P1)
-            self.Q, self.P, ll_new, stage = Q1, P1, self.Fx[2], "EM"
-        else:
-            alpha = _extrapolate(run.params(Q, P), run.params(Q1, P1),
-                                 run.params(Q2, P2), step_max=self.step_max)
-            Qj, Pj = run.clean(_jump(Q, Q1, Q2, alpha),
-                               _jump(P, P1, P2, alpha) if run.update_p else P)
-            Fj = run.newton(Qj, Pj)
-            if Fj[2] >= ll1:
-                self.Q, self.P, self.Fx, ll_new = Qj, Pj, Fj, Fj[2]
-                if alpha <= -self.step_max + 1e-9:
-                    self.step_max *= 4.0
-            else:
-                self.Q, self.P, self.Fx, ll_new = Q1, P1, (Q2, P2, ll1), ll1
-                self.step_max = max(4.0, self.step_max / 4.0)
-            stage = "QN"
-        ll_prev, self.ll = self.ll, ll_new
-        self.converged = ll_new - ll_prev < tol
-        return stage, ll_prev, ll_new
+        alpha = _extrapolate(run.params(Q, P), run.params(Q1, P1),
+                             run.params(Q2, P2), step_max=self.step_max)
+        Qj, Pj = run.clean(_jump(Q, Q1, Q2, alpha),
+                           _jump(P, P1, P2, alpha) if run.update_p else P)
+        ll_new, kept = self.keep_better(Qj, Pj, Q1, P1, Q2, P2, ll1)
+        if not kept:
+            self.step_max = max(4.0, self.step_max / 4.0)
+        elif alpha <= -self.step_max + 1e-9:
+            self.step_max *= 4.0
+        return ll_new
 
 
-def _newton_qn_phase(run, starts, tol, screen_iter=0):
+def _newton_qn_phase(run, starts, tol, screen_iter=0, secants=1):
     """Accelerated block relaxation from the best of several screened starts.
 
     Every start in ``starts`` (a list of (Q, P)) runs ``screen_iter``
-    iterations of :class:`_QNChain` (fewer when it converges first); the one
+    iterations of its chain (:class:`~admixspec.ml.quasi_newton.SecantChain`
+    with ``secants`` pairs, or :class:`_QNChain` for one; fewer when it
+    converges first); the one
     with the highest log-likelihood then runs until ADMIXTURE's rule holds.
     Every pass of every start counts in the engine's passes and every
     iteration in the history (``IterationInfo.start`` says whose).
     """
-    chains = [_QNChain(run, Q, P) for Q, P in starts]
+    if secants > 1:
+        chains = [SecantChain(run, Q, P, secants) for Q, P in starts]
+    else:
+        chains = [_QNChain(run, Q, P) for Q, P in starts]
     for _ in range(screen_iter if len(chains) > 1 else 0):
         for k, chain in enumerate(chains):
             if not chain.converged and not run.exhausted:
@@ -523,9 +536,8 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
 
     The first start is the given one (completed by least squares when only
     ``Q0`` or ``P0`` is given) or ``init``'s; the other ``starts - 1`` are
-    ``init`` starts: SVD + ALS starts from seeds spawned from ``seed`` (a
-    new randomized SVD each, :func:`admixspec.ml.initial.svd_starts`, whose
-    first is :func:`~admixspec.ml.initial.svd_init`'s for the seed) or
+    ``init`` starts: subspace ALS starts from seeds spawned from ``seed`` (a
+    new randomized SVD each, :func:`admixspec.ml.start.subspace_starts`) or
     random starts from such seeds. Float64 arrays inside the parameter box.
     """
     m, n = G.shape
@@ -544,7 +556,7 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
     if n_init <= 0:
         pairs = []
     elif init == "svd":
-        pairs = svd_starts(G, K, n_init, seed=seed)
+        pairs = subspace_starts(G, K, n_init, seed=seed)
     elif first:
         seeds = np.random.SeedSequence(seed).spawn(n_init)
         pairs = [random_init(m, n, K, seed=np.random.default_rng(s)) for s in seeds]
@@ -565,7 +577,8 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
     "batches": Interval(int, 1, allow_none=True),
     "accel": Options(*_ACCELS),
     "starts": Interval(int, 1, allow_none=True),
-    "screen_iter": Interval(int, 0),
+    "screen_iter": Interval(int, 0, allow_none=True),
+    "secants": Interval(int, 1, allow_none=True),
 })
 def fit_ml(
     dosage,
@@ -582,9 +595,11 @@ def fit_ml(
     batches: int | None = None,
     accel: str = "newton",
     starts: int | None = None,
-    screen_iter: int = SCREEN_ITER,
+    screen_iter: int | None = None,
+    extra_starts=(),
+    secants: int | None = None,
 ) -> MLResult:
-    """Maximum-likelihood (Q, P) of ADMIXTURE's model (block relaxation + SQUAREM).
+    """Maximum-likelihood (Q, P) of ADMIXTURE's model (block relaxation + quasi-Newton).
 
     Parameters
     ----------
@@ -620,7 +635,7 @@ def fit_ml(
         disables the warm-up.
     accel : {"newton", "squarem"}
         The optimiser: ADMIXTURE's block relaxation (Newton steps for P and
-        Q) accelerated by SQUAREM (default), or the EM accelerated by
+        Q) accelerated by quasi-Newton steps (default), or the EM accelerated by
         SQUAREM after a mini-batch warm-up (see the module notes).
     starts : int, optional
         Starts screened by ``accel="newton"``: the given or ``init`` start
@@ -630,8 +645,21 @@ def fit_ml(
         passes and iterations all count). Default :data:`DEFAULT_STARTS`
         when neither ``Q0`` nor ``P0`` is given, else 1 (a given start is
         used as it is); always 1 for ``"squarem"``.
-    screen_iter : int
-        Iterations of each start before the best is chosen.
+    screen_iter : int, optional
+        Iterations of each start before the best is chosen (default
+        :data:`SCREEN_ITER`, :data:`SCREEN_ITER_RANDOM` for
+        ``init="random"``; 0 ranks the starts by their own log-likelihood,
+        which costs one pass each).
+    extra_starts : sequence of (Q0, P0)
+        Further given starts, screened after the others (``accel="newton"``
+        only); either array of a pair may be None (completed as ``Q0``/``P0``
+        are). The default estimator passes the spectral estimate here, beside
+        plain ML's own starts. The result's ``diagnostics["start"]`` says
+        which start the fit continued (``0`` is the first; the extra starts
+        come last) and ``diagnostics["starts"]`` how many were screened.
+    secants : int, optional
+        Secant pairs of the quasi-Newton acceleration of ``accel="newton"``
+        (default :data:`DEFAULT_SECANTS`; 1: SQUAREM's step).
 
     Returns
     -------
@@ -650,13 +678,18 @@ def fit_ml(
     given = Q0 is not None or P0 is not None
     if starts is None:
         starts = DEFAULT_STARTS if accel == "newton" and not given else 1
-    if accel != "newton" and starts > 1:
-        raise UsageError(f"starts must be 1 for accel='squarem', got {starts}")
+    extra_starts = list(extra_starts)
+    if accel != "newton" and starts + len(extra_starts) > 1:
+        raise UsageError(f"starts must be 1 for accel='squarem', got "
+                         f"{starts} (+{len(extra_starts)} extra)")
     m, n = G.shape
     with thread_limit(threads):
         engine = make_engine(G, K)
         pairs, how = start_values(G, K, Q0=Q0, P0=P0, init=init, seed=seed,
                                   starts=1 if K == 1 else int(starts))
+        if K > 1:
+            pairs += [start_values(G, K, Q0=Qe, P0=Pe, starts=1)[0][0]
+                      for Qe, Pe in extra_starts]
         Q, P = pairs[0]
         t_init = time.perf_counter() - t_start
         if K == 1:
@@ -671,7 +704,7 @@ def fit_ml(
             total = time.perf_counter() - t_start
             return MLResult(Q1, P1, ll, 1, True, [info],
                             {"init": t_init, "em": total - t_init, "total": total},
-                            engine.passes, how)
+                            engine.passes, how, diagnostics={"starts": 1, "start": 0})
         if batches is None:
             # the warm-up saves EM passes, not block-relaxation ones (on the
             # HapMap3 tutorial data it made K = 4, 5 take 3-10x more passes)
@@ -681,7 +714,9 @@ def fit_ml(
         fit = accelerated_em(
             engine, Q, P, tol=tol, max_iter=max_iter, batches=nb, rng=rng,
             callback=callback, accel=accel, other_starts=pairs[1:],
-            screen_iter=screen_iter,
+            screen_iter=(screen_iter if screen_iter is not None else
+                         SCREEN_ITER_RANDOM if init == "random" else SCREEN_ITER),
+            secants=secants,
         )
     total = time.perf_counter() - t_start
     if not fit.converged:
@@ -691,6 +726,9 @@ def fit_ml(
             ConvergenceWarning,
             stacklevel=2,
         )
+    # the start continued: the one whose last reported iterate is the result
+    chosen = next((h.start for h in reversed(fit.history) if h.loglik == fit.loglik), 0)
     return MLResult(fit.Q, fit.P, fit.loglik, fit.n_iter, fit.converged, fit.history,
                     {"init": t_init, "em": total - t_init, "total": total},
-                    engine.passes, how)
+                    engine.passes, how,
+                    diagnostics={"starts": len(pairs), "start": int(chosen)})

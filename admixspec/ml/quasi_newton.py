@@ -1,0 +1,162 @@
+"""Quasi-Newton acceleration of the block-relaxation map with several secants.
+
+Zhou, Alexander & Lange (2011, "A quasi-Newton acceleration for
+high-dimensional optimization algorithms", Stat. Comput. 21:261-273)
+accelerate a fixed-point map F by approximating its differential from the
+last ``q`` secant pairs ``u = F(x) - x``, ``v = F(F(x)) - F(x)`` (columns of
+U and V): the Newton step for ``x = F(x)`` with the minimum-norm
+differential ``M = V (U^T U)^{-1} U^T`` is
+
+    x_new = F(x) - V (U^T (U - V))^{-1} U^T (x - F(x)),
+
+a ``q x q`` solve. SQUAREM's step is the one-secant relative;
+ADMIXTURE uses ``q = 3`` by default and ADAMIXTURE its ``--Q_hist 3``.
+
+:class:`SecantChain` runs this on ADMIXTURE's block-relaxation map with
+the same two passes per iteration and the same safeguards as
+:class:`admixspec.ml.refine._QNChain`: F(x) is known from the previous
+pass; one pass computes F(F(x)) (and the log-likelihood of F(x)); one pass
+evaluates the map at the quasi-Newton point (and its log-likelihood), which
+is kept when it is at least as good as F(x), else F(x) is, whose image is
+already known. When F(x) falls below x (a Newton step need not climb), the
+iteration takes the EM map instead and the secant history restarts.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+__all__ = ["MapChain", "SecantChain"]
+
+
+class MapChain(ABC):
+    """State shared by the accelerated block-relaxation runs.
+
+    Holds an iterate x = (Q, P), its log-likelihood and its image F(x) under
+    the block-relaxation map (one pass, made on construction);
+    :meth:`restart` is the step taken when F(x) falls below x (a Newton step
+    need not climb; the EM map, an MM step, never descends); subclasses
+    supply :meth:`accelerate`.
+    """
+
+    def __init__(self, run, Q, P):
+        self.run = run
+        self.Q, self.P = Q, P
+        self.Fx = run.newton(Q, P)
+        self.ll = self.Fx[2]
+        self.converged = False
+
+    def advance(self, tol):
+        """One iteration; returns ``(stage, loglik before, loglik after)``.
+
+        Computes F(F(x)) (one pass, which also gives the log-likelihood of
+        F(x)); when F(x) fell below x, takes the EM map's image of x instead
+        (:meth:`restart`), else the subclass's accelerated step
+        (:meth:`accelerate`, one more pass).
+        """
+        Q1, P1 = self.Fx[0], self.Fx[1]
+        Q2, P2, ll1 = self.run.newton(Q1, P1)
+        if ll1 < self.ll:
+            ll_new, stage = self.restart(), "EM"
+        else:
+            ll_new, stage = self.accelerate(Q1, P1, Q2, P2, ll1), "QN"
+        ll_prev, self.ll = self.ll, ll_new
+        self.converged = ll_new - ll_prev < tol
+        return stage, ll_prev, ll_new
+
+    def restart(self):
+        """Move to the EM map's image of x; returns its log-likelihood."""
+        run = self.run
+        run.engine.restarts += 1
+        Q1, P1, _ = run.em(self.Q, self.P)
+        self.Fx = run.newton(Q1, P1)
+        self.Q, self.P = Q1, P1
+        return self.Fx[2]
+
+    def keep_better(self, Qj, Pj, Q1, P1, Q2, P2, ll1):
+        """Evaluate the map at the jump (one pass) and move to it if it is at
+        least as good as F(x), else to F(x); returns (new loglik, jump kept)."""
+        Fj = self.run.newton(Qj, Pj)
+        if Fj[2] >= ll1:
+            self.Q, self.P, self.Fx = Qj, Pj, Fj
+            return Fj[2], True
+        self.Q, self.P, self.Fx = Q1, P1, (Q2, P2, ll1)
+        return ll1, False
+
+    @abstractmethod
+    def accelerate(self, Q1, P1, Q2, P2, ll1):
+        """Move x to an accelerated point; returns its log-likelihood.
+
+        ``(Q1, P1)`` is F(x), ``(Q2, P2)`` F(F(x)) and ``ll1`` the
+        log-likelihood of F(x).
+        """
+
+
+class SecantChain(MapChain):
+    """One quasi-Newton-accelerated block-relaxation run with ``secants`` pairs.
+
+    Parameters
+    ----------
+    run : admixspec.ml.refine._Run
+        The maps, the parameter box and the iteration log.
+    Q : numpy.ndarray, float64, shape (n_individuals, K)
+    P : numpy.ndarray, float64, shape (n_snps, K)
+        The start (inside the box).
+    secants : int
+        Secant pairs kept (the oldest is dropped first).
+
+    Attributes
+    ----------
+    Q, P : numpy.ndarray
+        The current iterate.
+    ll : float
+        Its log-likelihood.
+    converged : bool
+        Whether the last iteration gained less than ``tol``.
+    """
+
+    def __init__(self, run, Q, P, secants=3):
+        super().__init__(run, Q, P)
+        self.secants = int(secants)
+        self.U: list[np.ndarray] = []
+        self.V: list[np.ndarray] = []
+
+    def _flat(self, Q, P):
+        return np.concatenate([a.ravel() for a in self.run.params(Q, P)])
+
+    def _unflat(self, x, Q, P):
+        """(Q, P) from a flat vector, P as given when it is not estimated."""
+        nq = Q.size
+        Qn = x[:nq].reshape(Q.shape).copy()
+        Pn = x[nq:].reshape(P.shape).copy() if self.run.update_p else P
+        return Qn, Pn
+
+    def _qn_point(self, x, x1):
+        """F(x) - V (U^T (U - V))^{-1} U^T (x - F(x)) from the stored secants."""
+        U = np.stack(self.U, axis=1)
+        V = np.stack(self.V, axis=1)
+        A = U.T @ (U - V)
+        b = U.T @ (x - x1)
+        try:
+            coef = np.linalg.solve(A, b)
+        except np.linalg.LinAlgError:
+            coef = np.linalg.lstsq(A, b, rcond=None)[0]
+        return x1 - V @ coef
+
+    def restart(self):
+        self.U.clear()
+        self.V.clear()
+        return super().restart()
+
+    def accelerate(self, Q1, P1, Q2, P2, ll1):
+        """The quasi-Newton point from the secants, kept if at least as good as F(x)."""
+        Q, P = self.Q, self.P
+        x, x1, x2 = self._flat(Q, P), self._flat(Q1, P1), self._flat(Q2, P2)
+        self.U.append(x1 - x)
+        self.V.append(x2 - x1)
+        if len(self.U) > self.secants:
+            del self.U[0], self.V[0]
+        Qj, Pj = self.run.clean(*self._unflat(self._qn_point(x, x1), Q, P))
+        return self.keep_better(Qj, Pj, Q1, P1, Q2, P2, ll1)[0]
