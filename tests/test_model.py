@@ -11,6 +11,7 @@ import admixspec.fit.default as default_path
 from admixspec import InputError, UsageError, simulate_balding_nichols
 from admixspec.core.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
+from admixspec.ml.refine import fit_ml
 from admixspec.fit.admixture import fit_admixture
 from admixspec.fit.default import rare_allele_share
 from admixspec.fit.choice import EFFECT_THRESHOLD
@@ -92,19 +93,23 @@ class TestRefinementDecision:
         reason = default.diagnostics["refine_reason"]
         assert f"Refine reason: {reason}" in default.log_lines
 
-    def test_default_ml__keeps_the_better_of_refine_and_the_training_fit(self):
-        # the default maximises the likelihood from --refine's start and from the
-        # selection's training fit, and keeps the higher optimum
+    def test_default_ml__is_plain_ml_with_the_spectral_start_screened(self):
+        # the default's ML is one fit: plain ML's (as --init svd, same seed), with
+        # the spectral estimate screened beside its SVD starts; it ends at or above
+        # plain ML's optimum (tests/test_default_ml.py has the rest)
         sim = simulate_balding_nichols(80, 4000, 3, fst=0.1, alpha=1.0,
                                        unadmixed_fraction=0.25, seed=1)
         default = fit_admixture(sim.genotypes, 3, seed=0)
-        refined = fit_admixture(sim.genotypes, 3, seed=0, refine=True)
+        plain = fit_ml(sim.genotypes.dosage, 3, seed=0)
         starts = default.diagnostics["ml_starts"]
         assert default.path == "spectral+ml"
-        assert set(starts) == {"spectral estimate", "training fit"}
-        assert starts["spectral estimate"] == refined.loglik
-        assert default.loglik == max(starts.values()) >= refined.loglik
-        assert any(line.startswith("ML starts: ") for line in default.log_lines)
+        assert starts[-1] == "spectral estimate"
+        assert all(name.startswith("SVD start ") for name in starts[:-1])
+        assert default.loglik >= plain.loglik
+        if default.diagnostics["ml_start"] != "spectral estimate":
+            # the same start continued: plain ML's fit itself
+            np.testing.assert_array_equal(default.Q, plain.Q)
+        assert any(line.startswith("ML starts screened: ") for line in default.log_lines)
 
     @pytest.mark.parametrize(("refine", "path"), [(True, "spectral+ml"),
                                                   (False, "spectral")])
