@@ -8,8 +8,10 @@ five EM steps plus its QN/Block iterations, from its log), wall time; then
 5-fold CV errors and their ordering against ADMIXTURE's logs. ``--seeds``
 repeats the fits from several SVD-start seeds (K = 4 and 5 have several local
 optima: which one a fit reaches depends on its start, for ADMIXTURE too);
-``--starts`` sets how many starts the fit screens (``fit_ml``'s default: 3;
-the passes count all of them) and ``start`` is the one it continued.
+``--starts`` sets how many starts the fit screens (``fit_ml``'s default: 5;
+the passes count all of them) and ``--screen-iter`` for how many iterations
+(default: none, by the starts' own log-likelihoods); ``start`` is the one it
+continued.
 ``--default`` fits with ``fit_admixture`` (the default pipeline: spectral
 estimate, held-out choice, ML) instead of ``fit_ml``.
 
@@ -53,7 +55,7 @@ def _fit(G, K, seed, args):
         res = admixspec.fit_admixture(G, K, seed=seed, threads=args.threads)
         return res, float(res.diagnostics.get("data_passes", float("nan"))), res.path
     res = admixspec.fit_ml(G, K, seed=seed, threads=args.threads, accel=args.accel,
-                           starts=args.starts)
+                           starts=args.starts, screen_iter=args.screen_iter)
     return res, res.n_passes, res.history[-1].start
 
 
@@ -65,6 +67,7 @@ def main(argv=None):
     ap.add_argument("--accel", default="newton", choices=["newton", "squarem"])
     ap.add_argument("--K", type=int, nargs="*", default=[1, 2, 3, 4, 5])
     ap.add_argument("--starts", type=int, default=None)
+    ap.add_argument("--screen-iter", type=int, default=None)
     ap.add_argument("--default", action="store_true")
     args = ap.parse_args(argv)
     if not DATA.exists():
