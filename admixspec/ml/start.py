@@ -262,7 +262,8 @@ def subspace_starts(G, K, n_starts=1, *, seed=None, n_power=4, standardize=False
     again (the subspace of ``U S^(2 n_power + 1) R`` for a Gaussian R over
     the sketch's top ``2 K`` directions): cheaper, but on HapMap3 at K = 4 the
     fits it led to ended below ADMIXTURE's optimum for 2 of 6 seeds where
-    new sketches' did for none (docs/benchmarks.md). When the (K-1)-th
+    new sketches' did for none (measured on branch engine with
+    ``benchmarks/ml_start.py --mix``). When the (K-1)-th
     singular value of the first sketch is at least
     :data:`~admixspec.ml.initial.SVD_GAP` times the K-th, the data determine
     the subspace and one start is returned.
