@@ -155,10 +155,6 @@ class CudaEngine(Engine):
     O((individuals + SNPs) K) per pass (Q, P and their statistics).
     """
 
-    #: The engine copies the genotypes once: a source streamed from disk is
-    #: read when the engine is made, not on every pass.
-    holds_genotypes = True
-
     #: The block-relaxation map for this engine (see :mod:`admixspec.ml.refine`).
     newton_map = CudaBlockNewton
 
