@@ -110,11 +110,11 @@ SETTINGS = {
 }
 
 
-def _keep_snps(dosage, rng):
-    """Polymorphic SNPs, N_SNPS of them at random (position order kept)."""
+def _keep_snps(dosage, rng, n_snps=N_SNPS):
+    """Polymorphic SNPs, ``n_snps`` of them at random (position order kept)."""
     keep = np.flatnonzero(dosage.min(axis=0) != dosage.max(axis=0))
-    if len(keep) > N_SNPS:
-        keep = np.sort(rng.choice(keep, size=N_SNPS, replace=False))
+    if len(keep) > n_snps:
+        keep = np.sort(rng.choice(keep, size=n_snps, replace=False))
     return np.ascontiguousarray(dosage[:, keep])
 
 
@@ -185,8 +185,14 @@ def _census_ancestry(ts, demography):
 
 
 def simulate_mosaic(seed, *, model, sources, unadmixed, missing=0.0,
-                    sequence_length=10e6, block_rate=20.0, bp_per_morgan=1e8):
-    """Mosaics of present-day haplotypes of three sources of a stdpopsim model."""
+                    sequence_length=10e6, block_rate=20.0, bp_per_morgan=1e8,
+                    alpha=1.0, n_individuals=N_INDIVIDUALS, n_snps=N_SNPS):
+    """Mosaics of present-day haplotypes of three sources of a stdpopsim model.
+
+    ``alpha`` (Dirichlet concentration of the admixed individuals' proportions),
+    ``n_individuals`` and ``n_snps`` default to the suite's settings;
+    benchmarks/choice_grid.py varies them.
+    """
     import msprime
 
     homsap = _homsap(model)
@@ -199,13 +205,13 @@ def simulate_mosaic(seed, *, model, sources, unadmixed, missing=0.0,
     ts = msprime.sim_mutations(ts, rate=homsap.mutation_rate,
                                random_seed=int(rng.integers(1, 2**31)))
     haplotypes, positions = _haplotypes(ts)
-    W = rng.dirichlet(np.ones(K), size=N_INDIVIDUALS)
-    n_pure = int(round(unadmixed * N_INDIVIDUALS))
+    W = rng.dirichlet(np.full(K, alpha), size=n_individuals)
+    n_pure = int(round(unadmixed * n_individuals))
     W[:n_pure] = np.eye(K)[np.arange(n_pure) % K]
-    dosage = np.full((N_INDIVIDUALS, haplotypes.shape[1]), 2, dtype=np.int8)
-    realised = np.zeros((N_INDIVIDUALS, K))
+    dosage = np.full((n_individuals, haplotypes.shape[1]), 2, dtype=np.int8)
+    realised = np.zeros((n_individuals, K))
     sites = np.arange(len(positions))
-    for i in range(N_INDIVIDUALS):  # a handful of blocks per chromosome
+    for i in range(n_individuals):  # a handful of blocks per chromosome
         for _ in range(2):
             ends, pops = _mosaic_blocks(rng, W[i], sequence_length,
                                         block_rate / bp_per_morgan)
@@ -213,7 +219,7 @@ def simulate_mosaic(seed, *, model, sources, unadmixed, missing=0.0,
             copied = pops * N_HAPLOTYPES + rng.integers(0, N_HAPLOTYPES, size=len(pops))
             block = np.searchsorted(ends, positions, side="right")
             dosage[i] -= haplotypes[copied[block], sites]
-    dosage = _keep_snps(dosage, rng)
+    dosage = _keep_snps(dosage, rng, n_snps)
     if missing:
         dosage[rng.random(dosage.shape) < missing] = -1
     return dosage, realised / realised.sum(axis=1, keepdims=True)
