@@ -28,8 +28,8 @@ Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
     ``method="projection"``: Q by maximum likelihood with P fixed
     (:func:`admixspec.ml.project.project`).
 
-Refinement with ``refine="auto"`` is decided by held-out-individual
-likelihood (:func:`admixspec.selection.choose_estimator`).
+Refinement with ``refine="auto"`` is decided by the rare-allele share and
+the anchors of the spectral Q (:func:`admixspec.choice.choose_estimator`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from .ml.project import fit_supervised, project
 from .gpu.device import default_device
 from .ml.refine import fit_ml, format_iteration
 from .result import FitResult
-from .selection import choose_estimator
+from .choice import choose_estimator
 from .spectral.estimate import DEFAULT_WINDOWS, snp_sample, spectral_scan
 
 __all__ = [
@@ -366,15 +366,10 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, lo
     decision, reason = refine, "requested"
     starts = {"spectral estimate": (Q, None)}
     if refine == "auto":
-        clock = time.perf_counter()
-        choice = choose_estimator(
-            G, Q, lambda G_part, Q_part: _p_given_q(G_part, Q_part, threads=threads)[0],
-            seed=seed, tol=tol, max_iter=max_iter, threads=threads)
-        timings["selection"] = time.perf_counter() - clock
+        choice = choose_estimator(Q, diagnostics["rare_allele_share"])
+        timings["choice"] = choice.seconds
         decision, reason = choice.estimator == "spectral+ml", choice.reason
-        diagnostics["selection"] = choice.evidence
-        if choice.ml_start is not None:
-            starts["training fit"] = choice.ml_start
+        diagnostics["choice"] = choice.record()
     diagnostics["refine"] = bool(decision)
     diagnostics["refine_reason"] = reason
     logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
@@ -392,14 +387,9 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads, lo
 def _best_ml_fit(G, K, starts, *, tol, max_iter, seed, threads, log, diagnostics):
     """Maximum likelihood from each start; the fit with the highest log-likelihood.
 
-    ``starts`` maps a name to ``(Q0, P0)``. When the default chose ML there are
-    two: the spectral estimate (``--refine``'s start) and the selection's
-    training fit (its P, with the held-out individuals projected onto it),
-    which starts near an optimum and so costs a few iterations. They can reach
-    different local maxima: on the HapMap3 tutorial data at K = 4 and 5 the
-    training fit's is higher than ADMIXTURE's own and the spectral start's
-    lower; on the realistic suite's American setting the spectral start's was
-    higher by a few units. Ties keep the first.
+    ``starts`` maps a name to ``(Q0, P0)``. The spectral path passes one, the
+    spectral estimate (issue 19: one ML fit; the held-out rule's training-fit
+    start went with that rule). Ties keep the first.
     """
     fits = {name: fit_ml(G, K, Q0=Q0, P0=P0, tol=tol, max_iter=max_iter, seed=seed,
                          callback=log.iteration, threads=threads)
@@ -542,9 +532,9 @@ def fit_admixture(
         same output.
     refine : {"auto", True, False}
         Spectral method only: maximise the likelihood from the spectral
-        estimate always (True), never (False), or when ML's allele
-        frequencies predict held-out individuals significantly better than
-        the spectral ones ("auto", :func:`admixspec.selection.choose_estimator`).
+        estimate always (True), never (False), or when few SNPs are rare
+        (the spectral premise is absent) or every component has anchors
+        ("auto", :func:`admixspec.choice.choose_estimator`).
     tol : float
         Log-likelihood change that stops EM (ADMIXTURE's ``-C``).
     max_iter : int

@@ -1,0 +1,237 @@
+"""The default's choice between the spectral estimate and maximum likelihood (issue 19).
+
+The likelihood of ADMIXTURE's model is unchanged by the frame changes
+``(Q A, P A^-T)`` that keep Q on the simplex and P in [0, 1]; what pins the
+frame down differs between the two estimators:
+
+* **maximum likelihood (ML)** is pinned by the edges of that box: it spreads Q
+  until individuals reach the corners of the simplex. That is the truth when
+  every component has individuals (nearly) unadmixed in it -- anchors -- and
+  an over-spread Q when nobody is (the seed paper's alpha = 10 setting: Q
+  error 0.27 against the spectral estimate's 0.13 at 50 individuals);
+* **the spectral estimate** is pinned by the moments of rare alleles, which is
+  the truth only when rare alleles are private to one population (coalescent
+  or sequence data); where they are few and shared (genotyping arrays,
+  Balding-Nichols drift) it is biased everywhere (Q error 0.09-0.18).
+
+So the rule asks two questions that need no refit:
+
+1. **Is the spectral premise there at all?** The share of polymorphic SNPs
+   whose minor allele frequency is at most 5%
+   (:func:`admixspec.model.rare_allele_share`, computed by the spectral stage).
+   Below :data:`MIN_RARE_SHARE` -- arrays and Balding-Nichols data, 0.03-0.12,
+   against 0.55-0.77 for coalescent data -- ML is chosen.
+2. **Does each component have anchors?** The K most extreme individuals of the
+   spectral Q by the successive projection algorithm (SPA, the vertex finder
+   of separable non-negative factorisation), and for each, how many
+   individuals lie within :data:`ANCHOR_RADIUS` of the mean distance between
+   the extremes. This is geometry of the point cloud, not of the spectral
+   frame: a cluster at every vertex of the cloud is there in any frame. When
+   every extreme has at least :data:`MIN_NEAR_EXTREME` individuals (itself
+   included) near it, the likelihood has anchors to identify Q and ML is
+   chosen; otherwise the extremes are isolated points of a cloud that does
+   not reach the corners, ML would push them there, and the spectral estimate
+   is kept.
+
+Both statistics come from what the spectral stage has already computed (its Q
+and the allele counts), so the choice costs a few milliseconds and no pass
+over the genotypes. The thresholds were calibrated on replicate 1 of
+benchmarks/choice_grid.py and replicate 1 of the realistic suite and reported
+on the other replicates (docs/method.md, "Choosing the estimator").
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "ANCHOR_RADIUS",
+    "MIN_NEAR_EXTREME",
+    "MIN_RARE_SHARE",
+    "EstimatorChoice",
+    "choose_estimator",
+    "extreme_neighbours",
+]
+
+#: Rare-allele share below which the spectral premise is taken as absent.
+#: Measured: Balding-Nichols 0.05-0.07, HapMap3 0.12, 1000 Genomes (thinned
+#: array SNPs) 0.03; coalescent mosaics and the seed paper's setting 0.55-0.66,
+#: stdpopsim AmericanAdmixture 0.77. 0.3 sits between the two groups.
+MIN_RARE_SHARE = 0.3
+#: Radius of an extreme's neighbourhood, as a share of the mean distance
+#: between the K extremes (calibrated: 0.05 to 0.3 tried, docs/method.md).
+ANCHOR_RADIUS = 0.10
+#: Individuals (the extreme included) that every extreme needs in its
+#: neighbourhood for the components to count as anchored.
+MIN_NEAR_EXTREME = 2
+
+
+@dataclass
+class EstimatorChoice:
+    """Outcome of :func:`choose_estimator`.
+
+    Attributes
+    ----------
+    estimator : str
+        ``"spectral"`` or ``"spectral+ml"``.
+    reason : str
+        One sentence a user can read in the log, with the numbers the rule used.
+    statistics : dict
+        ``rare_allele_share``; ``near_extreme`` (list of K counts, the extreme
+        included); ``extremes`` (the K extreme individuals' row indices);
+        ``extreme_spacing`` (mean distance between the extremes in Q).
+    thresholds : dict
+        ``min_rare_share``, ``anchor_radius``, ``min_near_extreme``.
+    seconds : float
+        Time the choice took.
+    """
+
+    estimator: str
+    reason: str
+    statistics: dict = field(default_factory=dict)
+    thresholds: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def record(self) -> dict:
+        """JSON-ready form (the ``choice`` entry of a fit's diagnostics)."""
+        return {"estimator": self.estimator, "reason": self.reason,
+                "statistics": self.statistics, "thresholds": self.thresholds,
+                "seconds": self.seconds}
+
+
+def successive_projection(X, k):
+    """Rows of ``X`` picked by the successive projection algorithm.
+
+    Each step picks the row of largest norm, then projects every row onto the
+    orthogonal complement of the picked one (Araujo et al. 2001; Gillis &
+    Vavasis 2014). On rows that are convex combinations of k vertices plus
+    noise it returns rows near the vertices.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, float, shape (n_rows, d)
+    k : int
+        Rows to pick, ``k <= d``.
+
+    Returns
+    -------
+    numpy.ndarray, int64, shape (k,)
+        Indices of the picked rows, in picking order (fewer if the residual
+        vanishes first).
+    """
+    residual = np.array(X, dtype=np.float64)
+    picks = []
+    for _ in range(k):
+        norms = np.einsum("ij,ij->i", residual, residual)
+        j = int(np.argmax(norms))
+        if norms[j] <= 0:
+            break
+        picks.append(j)
+        u = residual[j] / np.sqrt(norms[j])
+        residual -= np.outer(residual @ u, u)
+    return np.asarray(picks, dtype=np.int64)
+
+
+def extreme_neighbours(Q, *, radius=ANCHOR_RADIUS):
+    """The K extreme individuals of Q and how many individuals lie near each.
+
+    Parameters
+    ----------
+    Q : numpy.ndarray, float, shape (n_individuals, K)
+        Ancestry proportions (rows on the simplex), e.g. the spectral estimate.
+    radius : float
+        Neighbourhood radius as a share of the mean distance between extremes.
+
+    Returns
+    -------
+    extremes : numpy.ndarray, int64, shape (K,)
+        Row indices of the extremes (:func:`successive_projection` on Q).
+    near : numpy.ndarray, int64, shape (K,)
+        Individuals within ``radius`` times the mean extreme distance of each
+        extreme, the extreme itself included.
+    spacing : float
+        The mean distance between the extremes (0 when they coincide).
+
+    Examples
+    --------
+    >>> Q = np.array([[1, 0], [0.98, 0.02], [0.5, 0.5], [0, 1], [0.01, 0.99]])
+    >>> extremes, near, spacing = extreme_neighbours(Q)
+    >>> sorted(extremes.tolist()), near.tolist()
+    ([0, 3], [2, 2])
+    """
+    Q = np.asarray(Q, dtype=np.float64)
+    K = Q.shape[1]
+    extremes = successive_projection(Q, K)
+    E = Q[extremes]
+    pairs = [np.linalg.norm(E[a] - E[b]) for a in range(len(E)) for b in range(a)]
+    spacing = float(np.mean(pairs)) if pairs else 0.0
+    # (m, K) distances of every individual to every extreme
+    distance = np.sqrt(np.maximum(
+        np.einsum("ij,ij->i", Q, Q)[:, None] - 2 * Q @ E.T
+        + np.einsum("kj,kj->k", E, E)[None, :], 0.0))
+    near = np.count_nonzero(distance <= radius * spacing + 1e-12, axis=0)
+    return extremes, near.astype(np.int64), spacing
+
+
+def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
+                     radius=ANCHOR_RADIUS,
+                     min_near_extreme=MIN_NEAR_EXTREME) -> EstimatorChoice:
+    """Spectral estimate or maximum likelihood (see the module notes).
+
+    Parameters
+    ----------
+    Q_spectral : numpy.ndarray, float, shape (n_individuals, K)
+        The spectral estimate.
+    rare_share : float
+        Share of polymorphic SNPs with minor allele frequency <= 5%
+        (:func:`admixspec.model.rare_allele_share`).
+    min_rare_share, radius, min_near_extreme
+        The thresholds (defaults: the calibrated :data:`MIN_RARE_SHARE`,
+        :data:`ANCHOR_RADIUS`, :data:`MIN_NEAR_EXTREME`).
+
+    Returns
+    -------
+    EstimatorChoice
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> anchored = np.vstack([np.eye(3).repeat(5, axis=0), rng.dirichlet([1, 1, 1], 30)])
+    >>> choose_estimator(anchored, 0.6).estimator
+    'spectral+ml'
+    >>> choose_estimator(rng.dirichlet([10, 10, 10], 50), 0.6).estimator
+    'spectral'
+    >>> choose_estimator(rng.dirichlet([10, 10, 10], 50), 0.05).estimator
+    'spectral+ml'
+    """
+    clock = time.perf_counter()
+    extremes, near, spacing = extreme_neighbours(Q_spectral, radius=radius)
+    statistics = {"rare_allele_share": float(rare_share),
+                  "near_extreme": near.tolist(), "extremes": extremes.tolist(),
+                  "extreme_spacing": spacing}
+    thresholds = {"min_rare_share": min_rare_share, "anchor_radius": radius,
+                  "min_near_extreme": min_near_extreme}
+    counts = "/".join(str(c) for c in near.tolist())
+    geometry = (f"individuals within {radius:.0%} of the extremes' spacing of each of "
+                f"the {len(near)} most extreme individuals: {counts} (anchored "
+                f"at >= {min_near_extreme} each)")
+    if rare_share < min_rare_share:
+        estimator = "spectral+ml"
+        reason = (f"only {rare_share:.0%} of SNPs have a minor allele frequency "
+                  f"<= 5% (< {min_rare_share:.0%}): too few rare, population-"
+                  "private alleles for the spectral estimate (array-like data or "
+                  "shared drift); maximum likelihood, as ADMIXTURE")
+    elif len(near) and near.min() >= min_near_extreme and spacing > 0:
+        estimator = "spectral+ml"
+        reason = (f"{geometry}: every component has anchors, so the likelihood "
+                  "identifies Q; maximum likelihood, as ADMIXTURE")
+    else:
+        estimator = "spectral"
+        reason = (f"{geometry}: some component has no individual near-unadmixed in "
+                  "it, where maximum likelihood would push Q to the simplex's "
+                  "corners; keeping the spectral estimate")
+    return EstimatorChoice(estimator, reason, statistics, thresholds,
+                           time.perf_counter() - clock)
