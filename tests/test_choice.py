@@ -13,6 +13,7 @@ from admixspec import (
     simulate_balding_nichols,
 )
 from admixspec.choice import (
+    ANCHOR_RADIUS,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
     choose_estimator,
@@ -53,7 +54,8 @@ class TestGeometry:
 
     def test_anchored_cloud__chooses_ml(self):
         rng = np.random.default_rng(2)
-        Q = np.vstack([np.eye(3).repeat(5, axis=0), rng.dirichlet([1, 1, 1], 40)])
+        Q = np.vstack([np.eye(3).repeat(MIN_NEAR_EXTREME, axis=0),
+                       rng.dirichlet([1, 1, 1], 40)])
         choice = choose_estimator(Q, 0.6)
         assert choice.estimator == "spectral+ml"
         assert min(choice.statistics["near_extreme"]) >= MIN_NEAR_EXTREME
@@ -76,7 +78,7 @@ class TestGeometry:
         record = choice.record()
         assert record["estimator"] == choice.estimator
         assert record["thresholds"] == {"min_rare_share": MIN_RARE_SHARE,
-                                        "anchor_radius": 0.1,
+                                        "anchor_radius": ANCHOR_RADIUS,
                                         "min_near_extreme": MIN_NEAR_EXTREME}
         assert len(record["statistics"]["near_extreme"]) == 2
 
