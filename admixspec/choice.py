@@ -54,6 +54,7 @@ __all__ = [
     "EstimatorChoice",
     "choose_estimator",
     "extreme_neighbours",
+    "successive_projection",
 ]
 
 #: Rare-allele share below which the spectral premise is taken as absent.
