@@ -221,9 +221,11 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
     thresholds = {"min_rare_share": min_rare_share, "anchor_radius": radius,
                   "min_near_extreme": min_near_extreme}
     counts = "/".join(str(c) for c in near.tolist())
-    geometry = (f"individuals within {radius:.0%} of the extremes' spacing of each of "
-                f"the {len(near)} most extreme individuals: {counts} (anchored "
-                f"at >= {min_near_extreme} each)")
+    geometry = (f"{rare_share:.0%} of SNPs have a minor allele frequency <= 5% "
+                f"(>= {min_rare_share:.0%}) and the {len(near)} most extreme "
+                f"individuals of the spectral Q have {counts} individuals within "
+                f"{radius:.0%} of the extremes' spacing (anchored at >= "
+                f"{min_near_extreme} each)")
     if rare_share < min_rare_share:
         estimator = "spectral+ml"
         reason = (f"only {rare_share:.0%} of SNPs have a minor allele frequency "
@@ -236,8 +238,8 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
                   "identifies Q; maximum likelihood, as ADMIXTURE")
     else:
         estimator = "spectral"
-        reason = (f"{geometry}: some component has no individual near-unadmixed in "
-                  "it, where maximum likelihood would push Q to the simplex's "
-                  "corners; keeping the spectral estimate")
+        reason = (f"{geometry}: a component without near-unadmixed individuals, "
+                  "where maximum likelihood would push Q to the simplex's corners; "
+                  "keeping the spectral estimate")
     return EstimatorChoice(estimator, reason, statistics, thresholds,
                            time.perf_counter() - clock)
