@@ -269,6 +269,13 @@ def rule_row(cell, replicate, *, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME
         + choice.seconds
     row["better_error"] = min(row["ml_error"], row["spectral_error"])
     row["ratio"] = row["default_error"] / row["better_error"]
+    held = CACHE / "heldout" / f"{cell_name(cell)}_{replicate}.json"
+    if held.exists():  # the previous default's choice on the same fits
+        record = json.loads(held.read_text())
+        row["heldout_error"] = row["ml_error"] if record["decision"] == "spectral+ml" \
+            else row["spectral_error"]
+        row["heldout_ratio"] = row["heldout_error"] / row["better_error"]
+        row["heldout_cpu"] = record["cpu"]
     return row
 
 
@@ -294,9 +301,48 @@ def run_default(args):
                                  args.part):
         if cached_fit(cell, replicate) is None:  # fits first: the table compares
             continue
+        if args.max_individuals and cell[2] and cell[2] > args.max_individuals:
+            continue
         row = default(cell, replicate)
         print(f"{row['cell']} {replicate}: {row['path']} {row['error']:.4f} "
               f"({row['cpu']:.1f} CPU s)", flush=True)
+
+
+def heldout(cell, replicate, *, seed=0):
+    """The previous default's choice (held-out individuals, issue 11) on a cached fit.
+
+    Runs :func:`admixspec.selection.choose_estimator` on the cached spectral Q with
+    the spectral path's P given Q, as ``fit_admixture`` did before issue 19, and
+    records its decision and CPU seconds; its Q error is taken as the cached
+    spectral or spectral+ML fit's (that default also fitted ML from the training
+    fit's start and kept the higher optimum, which can differ slightly).
+    """
+    from admixspec.selection import choose_estimator as held_out_choice
+
+    path = CACHE / "heldout" / f"{cell_name(cell)}_{replicate}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    row, arrays = cached_fit(cell, replicate)
+    dosage, _ = load_data(cell, replicate)
+    choice, _, cpu = _timed(
+        held_out_choice, dosage, arrays["Q_spectral"],
+        lambda G, Q: _p_given_q(G, Q, threads=1)[0], seed=seed, threads=1)
+    record = {"cell": row["cell"], "replicate": replicate,
+              "decision": choice.estimator, "cpu": cpu,
+              "effect": choice.evidence.get("effect")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+    return record
+
+
+def run_heldout(args):
+    for cell, replicate in _part(datasets(args.replicates, args.first, args.suite),
+                                 args.part):
+        if cached_fit(cell, replicate) is None:
+            continue
+        record = heldout(cell, replicate)
+        print(f"{record['cell']} {replicate}: {record['decision']} "
+              f"({record['cpu']:.1f} CPU s)", flush=True)
 
 
 def rows_for(replicates, suite=False):
@@ -448,6 +494,21 @@ def run_table(args):
               + "\n")
         print("\n".join(_cell_lines(rows)[0]))
         print("\n" + summary(rows, f"{label}, reported replicates"))
+    compared = [row for row in grid_rep + suite_rep if "heldout_ratio" in row]
+    if compared:
+        ours = np.array([row["ratio"] for row in compared])
+        theirs = np.array([row["heldout_ratio"] for row in compared])
+        cost = sum(row["heldout_cpu"] for row in compared)
+        paths = sum(row["spectral_cpu"] for row in compared)
+        print(f"\nThe previous default (held-out individuals) on the same "
+              f"{len(compared)} reported data sets: within 1.1x {np.mean(theirs <= 1.1):.1%}"
+              f" (this rule {np.mean(ours <= 1.1):.1%}), within 1.25x "
+              f"{np.mean(theirs <= 1.25):.1%} (this rule {np.mean(ours <= 1.25):.1%}), "
+              f"mean log ratio {np.mean(np.log(theirs)):.4f} (this rule "
+              f"{np.mean(np.log(ours)):.4f}); its choice took {cost:.0f} CPU s, "
+              f"against {paths:.0f} s for their spectral paths; worst: " + ", ".join(
+                  f"{r['cell']}/{r['replicate']} {r['heldout_ratio']:.2f}" for r in
+                  sorted(compared, key=lambda r: -r["heldout_ratio"])[:5]))
     measured = [(row, default(_cell_of(row), row["replicate"]))
                 for row in grid_rep + suite_rep + grid_cal + suite_cal
                 if (CACHE / "default" / f"{row['cell']}_{row['replicate']}.json").exists()]
@@ -466,11 +527,13 @@ def run_table(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("stage", choices=("fits", "default", "table"))
+    parser.add_argument("stage", choices=("fits", "default", "heldout", "table"))
     parser.add_argument("--replicates", type=int, default=5)
     parser.add_argument("--first", type=int, default=1,
                         help="first replicate to run")
     parser.add_argument("--part", help="i/N: run every N-th data set from the i-th")
+    parser.add_argument("--max-individuals", type=int,
+                        help="default: skip cells with more individuals")
     parser.add_argument("--suite", action="store_true",
                         help="the realistic suite's settings instead of the grid")
     parser.add_argument("--calibrate", type=int, default=1,
@@ -478,7 +541,8 @@ def main(argv=None):
     parser.add_argument("--figure", type=Path,
                         help="table: write the calibration PNG here")
     args = parser.parse_args(argv)
-    {"fits": run_fits, "default": run_default, "table": run_table}[args.stage](args)
+    {"fits": run_fits, "default": run_default, "heldout": run_heldout,
+     "table": run_table}[args.stage](args)
 
 
 if __name__ == "__main__":
