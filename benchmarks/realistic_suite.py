@@ -52,8 +52,8 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import csv
+import os
 import shutil
 import sys
 import tempfile
@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ml_speed import (  # noqa: E402 - the benchmarks' peer runners
+from ml_speed import (
     run_adamixture,
     run_fastmixture,
 )
@@ -73,8 +73,8 @@ from admixspec.core.exceptions import ConvergenceWarning
 from admixspec.core.filters import filter_monomorphic
 from admixspec.core.genotypes import Genotypes
 from admixspec.core.metrics import q_error
-from admixspec.ml.likelihood import loglikelihood
 from admixspec.fit.admixture import fit_admixture
+from admixspec.ml.likelihood import loglikelihood
 from admixspec.simulate import (
     _mosaic_blocks,
     simulate_admixture,
