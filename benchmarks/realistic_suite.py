@@ -31,11 +31,11 @@ rate, run by msprime directly on the stdpopsim model's ``Demography``.
 
 For each data set the script runs ``fit_admixture`` three ways — ``refine=False``
 (spectral), ``refine=True`` (spectral+ML) and ``refine="auto"`` (the default, whose
-choice is :func:`admixspec.fit.choice.choose_estimator`) — and the peers fastmixture 1.3.0
-and ADAMIXTURE 1.8.8 (one thread, their defaults, on the same matrix written as
+choice is :func:`admixspec.fit.choice.choose_estimator`) — and the peers fastmixture
+1.3.0 and ADAMIXTURE 1.8.8 (one thread, their defaults, on the same matrix written as
 PLINK files; skipped when not installed), and records Q error against the truth
-(:func:`admixspec.core.metrics.q_error`), log-likelihood, wall and CPU time, the error of
-reporting everyone at the column means of the true Q (the baseline a good estimator
+(:func:`admixspec.core.metrics.q_error`), log-likelihood, wall and CPU time, the error
+of reporting everyone at the column means of the true Q (the baseline a good estimator
 must beat when individuals carry little information) and the default's statistics.
 
 Usage::
@@ -319,7 +319,8 @@ def evaluate(name, replicate, *, seed=0):
         with tempfile.TemporaryDirectory() as workdir:
             peer = peer_row(name, dosage, Q_true, workdir)
         if peer is not None:
-            for key, value in zip(("error", "loglik", "seconds", "cpu_seconds"), peer):
+            for key, value in zip(("error", "loglik", "seconds", "cpu_seconds"), peer,
+                                  strict=True):
                 row[f"{name}_{key}"] = value
     return row
 

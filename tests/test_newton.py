@@ -12,8 +12,9 @@ from admixspec.ml.newton import BlockNewton
 def _solve(x, g, C, lo, hi, simplex):
     K = len(x)
     out = np.empty(K)
-    constrained_newton_step(x, g, C, np.full(K, lo), np.full(K, hi), simplex, np.empty((2, K), np.int64),
-                            np.empty(K), np.empty((K + 3, K)), out)
+    constrained_newton_step(x, g, C, np.full(K, lo), np.full(K, hi), simplex,
+                            np.empty((2, K), np.int64), np.empty(K),
+                            np.empty((K + 3, K)), out)
     return out
 
 

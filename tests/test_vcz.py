@@ -194,5 +194,5 @@ class TestStreamedVcz:
         log = (tmp_path / "streamed.3.log").read_text()
         assert "Streamed: 60 individuals x" in log
         # the reference fit saw a SNP sample (0.5 MiB), then ML ran on every SNP
-        assert q_error(read_q(tmp_path / "whole.3.Q"), read_q(tmp_path / "streamed.3.Q")) \
-            < 1e-3
+        assert q_error(read_q(tmp_path / "whole.3.Q"),
+                       read_q(tmp_path / "streamed.3.Q")) < 1e-3
