@@ -75,7 +75,6 @@ from admixspec.fit.choice import (  # noqa: E402 - the rule under test
     ANCHOR_RADIUS,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
-    MIN_SPREAD,
     choose_estimator,
     extreme_neighbours,
 )
@@ -246,7 +245,7 @@ def cached_fit(cell, replicate):
 
 
 def rule_row(cell, replicate, *, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME,
-             min_rare=MIN_RARE_SHARE, min_spread=MIN_SPREAD):
+             min_rare=MIN_RARE_SHARE):
     """The rule's statistics and decision on a cached fit, and the default's error.
 
     The default's Q is the spectral or the spectral+ML fit's (the same seed gives
@@ -260,11 +259,10 @@ def rule_row(cell, replicate, *, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME
     row, arrays = cached
     choice = choose_estimator(arrays["Q_spectral"], row["rare_allele_share"],
                               radius=radius, min_near_extreme=min_near,
-                              min_rare_share=min_rare, min_spread=min_spread)
+                              min_rare_share=min_rare)
     ml = choice.estimator == "spectral+ml"
     row = dict(row, decision=choice.estimator,
                near_extreme_min=int(min(choice.statistics["near_extreme"])),
-               spread=choice.statistics["spread"],
                choice_seconds=choice.seconds)
     row["default_error"] = row["ml_error"] if ml else row["spectral_error"]
     row["default_cpu"] = (row["spectral_ml_cpu"] if ml else row["spectral_cpu"]) \
@@ -325,9 +323,9 @@ def rows_for(replicates, suite=False):
 
 def _cell_lines(rows):
     lines = ["| cell | n | spectral | spectral+ML | default | default ÷ better | "
-             "chose ML | near-extreme (min, median) | spread | rare share | "
+             "chose ML | near-extreme (min, median) | rare share | "
              "CPU s spectral / +ML / default |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     failing = []
     for name in dict.fromkeys(row["cell"] for row in rows):
         group = [row for row in rows if row["cell"] == name]
@@ -344,7 +342,7 @@ def _cell_lines(rows):
             f"{mean('ml_error'):.4f} | {mean('default_error'):.4f} | {ratio:.2f}"
             f"{' ✗' if ratio > 1.1 else ''} | {chose}/{len(group)} | "
             f"{int(np.median([row['near_extreme_min'] for row in group]))} | "
-            f"{mean('spread'):.2f} | {mean('rare_allele_share'):.2f} | {mean('spectral_cpu'):.1f} / "
+            f"{mean('rare_allele_share'):.2f} | {mean('spectral_cpu'):.1f} / "
             f"{mean('spectral_ml_cpu'):.1f} / {mean('default_cpu'):.1f} |")
     return lines, failing
 
@@ -369,37 +367,6 @@ def summary(rows, label):
 #: The calibration grid of the anchor statistic.
 RADII = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 THRESHOLDS = (2, 3, 4, 5, 6, 8, 10)
-#: The calibration thresholds of the spread statistic.
-SPREADS = tuple(np.round(np.arange(0.04, 0.205, 0.01), 2))
-
-
-def spread_calibration(rows):
-    """The spread threshold on ``rows`` (Markdown), the anchor constants fixed.
-
-    Per threshold: shares within 1.1x / 1.25x of the better estimator, cells
-    over 1.1x, the mean log ratio of the default's error to the better one and
-    that mean averaged over the threshold and its two neighbours (edges
-    repeated); the threshold minimising the averaged mean is the calibrated one.
-    """
-    from scipy.ndimage import uniform_filter1d
-
-    scores, results = np.zeros(len(SPREADS)), []
-    for a, min_spread in enumerate(SPREADS):
-        trial = [rule_row(_cell_of(row), row["replicate"], min_spread=min_spread)
-                 for row in rows]
-        ratios = np.array([row["ratio"] for row in trial])
-        scores[a] = np.mean(np.log(ratios))
-        results.append((np.mean(ratios <= 1.1), np.mean(ratios <= 1.25),
-                        len(_cell_lines(trial)[1])))
-    smooth = uniform_filter1d(scores, size=3, mode="nearest")
-    best = int(np.argmin(smooth))
-    lines = ["| min spread | within 1.1x | within 1.25x | cells > 1.1x | "
-             "mean log ratio | neighbour-averaged |", "|---|---|---|---|---|---|"]
-    for a, (w11, w125, failing) in enumerate(results):
-        mark = " **chosen**" if a == best else ""
-        lines.append(f"| {SPREADS[a]:.2f} | {w11:.3f} | {w125:.3f} | {failing} | "
-                     f"{scores[a]:.4f} | {smooth[a]:.4f}{mark} |")
-    return "\n".join(lines)
 
 
 def calibration(rows):
@@ -457,12 +424,8 @@ def calibration_figure(rows, path):
         x = np.array([row["near_extreme_min"] for row in group], dtype=float)
         y = np.log2([row["spectral_error"] / row["ml_error"] for row in group])
         gate = np.array([row["rare_allele_share"] < MIN_RARE_SHARE for row in group])
-        small = np.array([row["spread"] < MIN_SPREAD for row in group])
         x = x * np.exp(rng.uniform(-0.08, 0.08, len(x)))
-        if small.any():
-            axis.scatter(x[small], y[small], marker="x", s=40, color="k",
-                         label=f"{simulator}, spread < {MIN_SPREAD:g} (spectral)")
-        for mask, face in ((gate & ~small, "none"), (~gate & ~small, None)):
+        for mask, face in ((gate, "none"), (~gate, None)):
             axis.scatter(x[mask], y[mask], marker=marker, s=22, alpha=0.7,
                          facecolors=face, edgecolors="C0" if simulator == "mosaic"
                          else "C1" if simulator == "bn" else "C2",
@@ -487,10 +450,6 @@ def run_table(args):
     grid_cal, suite_cal = rows_for(calibrate), rows_for(calibrate, suite=True)
     grid_rep, suite_rep = rows_for(report), rows_for(report, suite=True)
     print("## Calibration (replicates " + ", ".join(map(str, calibrate)) + ")\n")
-    print(f"The spread threshold (anchor radius {ANCHOR_RADIUS:g}, "
-          f"{MIN_NEAR_EXTREME} individuals):\n")
-    print(spread_calibration(grid_cal + suite_cal))
-    print(f"\nThe anchor radius and count (spread threshold {MIN_SPREAD:g}):\n")
     print(calibration(grid_cal + suite_cal))
     print("\n" + summary(grid_cal + suite_cal, "calibration, grid + suite"))
     for label, rows in (("grid", grid_rep), ("suite", suite_rep)):

@@ -14,19 +14,8 @@ frame down differs between the two estimators:
   or sequence data); where they are few and shared (genotyping arrays,
   Balding-Nichols drift) it is biased everywhere (Q error 0.09-0.18).
 
-So the rule asks three questions that need no refit:
+So the rule asks two questions that need no refit:
 
-0. **Can anybody be near a corner at all?** The spread of the spectral Q --
-   the mean distance of the individuals from their mean ancestry, as a share of
-   the distance from the simplex's centre to a corner
-   (:func:`ancestry_spread`). Below :data:`MIN_SPREAD` the whole sample sits in
-   a small ball of highly admixed individuals: nobody is anchored, even after
-   undoing the spectral estimate's shrinkage where its premise fails (its
-   spread is 0.5-0.6 of the truth's on Balding-Nichols data), so maximum
-   likelihood would stretch the ball to the corners and the spectral estimate
-   is kept whatever the rare-allele share (Balding-Nichols data at Dirichlet
-   alpha = 10 without unadmixed individuals: spectral Q error 0.03-0.08
-   against ML's 0.06-0.17).
 1. **Is the spectral premise there at all?** The share of polymorphic SNPs
    whose minor allele frequency is at most 5%
    (:func:`admixspec.fit.default.rare_allele_share`, computed by the spectral stage).
@@ -44,9 +33,9 @@ So the rule asks three questions that need no refit:
    not reach the corners, ML would push them there, and the spectral estimate
    is kept.
 
-All three statistics come from what the spectral stage has already computed
-(its Q and the allele counts), so the choice costs a few milliseconds and no
-pass over the genotypes. The thresholds were calibrated on replicate 1 of
+Both statistics come from what the spectral stage has already computed (its Q
+and the allele counts), so the choice costs a few milliseconds and no pass
+over the genotypes. The thresholds were calibrated on replicate 1 of
 benchmarks/choice_grid.py and replicate 1 of the realistic suite and reported
 on the other replicates (docs/method.md, "Choosing the estimator").
 """
@@ -62,9 +51,7 @@ __all__ = [
     "ANCHOR_RADIUS",
     "MIN_NEAR_EXTREME",
     "MIN_RARE_SHARE",
-    "MIN_SPREAD",
     "EstimatorChoice",
-    "ancestry_spread",
     "choose_estimator",
     "extreme_neighbours",
     "successive_projection",
@@ -86,15 +73,6 @@ ANCHOR_RADIUS = 0.2
 #: Individuals (the extreme included) that every extreme needs in its
 #: neighbourhood for the components to count as anchored.
 MIN_NEAR_EXTREME = 6
-#: Spread of the spectral Q (:func:`ancestry_spread`) below which nobody can be
-#: anchored and the spectral estimate is kept. Calibrated on replicate 1 of
-#: benchmarks/choice_grid.py and of the realistic suite (thresholds 0.04-0.20,
-#: the one with the lowest mean log ratio of the default's Q error to the
-#: better estimator's, averaged over it and its two neighbours); measured:
-#: Balding-Nichols at alpha = 10 without unadmixed individuals 0.01-0.09 (the
-#: spectral estimate better in 5 of 6), every other grid, suite and real data
-#: set >= 0.11.
-MIN_SPREAD = 0.11
 
 
 @dataclass
@@ -108,13 +86,11 @@ class EstimatorChoice:
     reason : str
         One sentence a user can read in the log, with the numbers the rule used.
     statistics : dict
-        ``rare_allele_share``; ``spread`` (:func:`ancestry_spread` of the
-        spectral Q); ``near_extreme`` (list of K counts, the extreme
+        ``rare_allele_share``; ``near_extreme`` (list of K counts, the extreme
         included); ``extremes`` (the K extreme individuals' row indices);
         ``extreme_spacing`` (mean distance between the extremes in Q).
     thresholds : dict
-        ``min_rare_share``, ``anchor_radius``, ``min_near_extreme``,
-        ``min_spread``.
+        ``min_rare_share``, ``anchor_radius``, ``min_near_extreme``.
     seconds : float
         Time the choice took.
     """
@@ -206,42 +182,9 @@ def extreme_neighbours(Q, *, radius=ANCHOR_RADIUS):
     return extremes, near.astype(np.int64), spacing
 
 
-def ancestry_spread(Q):
-    """How far the individuals spread from their mean ancestry, on a 0-1 scale.
-
-    The mean Euclidean distance of the rows of Q from their mean row, divided
-    by ``sqrt(1 - 1/K)``, the distance from the simplex's centre to a corner:
-    about 0.0 when everybody has the same ancestry, 1.0 when everybody is
-    unadmixed in equal numbers.
-
-    Parameters
-    ----------
-    Q : numpy.ndarray, float, shape (n_individuals, K)
-        Ancestry proportions (rows on the simplex), e.g. the spectral estimate.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> float(round(ancestry_spread(np.eye(3).repeat(5, axis=0)), 6))
-    1.0
-    >>> float(ancestry_spread(np.full((4, 3), 1 / 3)))
-    0.0
-    """
-    Q = np.asarray(Q, dtype=np.float64)
-    K = Q.shape[1]
-    if K < 2:
-        return 0.0
-    centred = Q - Q.mean(axis=0)
-    distance = np.sqrt(np.einsum("ij,ij->i", centred, centred))
-    return float(distance.mean() / np.sqrt(1 - 1 / K))
-
-
 def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
-                     radius=ANCHOR_RADIUS, min_near_extreme=MIN_NEAR_EXTREME,
-                     min_spread=MIN_SPREAD) -> EstimatorChoice:
+                     radius=ANCHOR_RADIUS,
+                     min_near_extreme=MIN_NEAR_EXTREME) -> EstimatorChoice:
     """Spectral estimate or maximum likelihood (see the module notes).
 
     Parameters
@@ -251,9 +194,9 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
     rare_share : float
         Share of polymorphic SNPs with minor allele frequency <= 5%
         (:func:`admixspec.fit.default.rare_allele_share`).
-    min_rare_share, radius, min_near_extreme, min_spread
+    min_rare_share, radius, min_near_extreme
         The thresholds (defaults: the calibrated :data:`MIN_RARE_SHARE`,
-        :data:`ANCHOR_RADIUS`, :data:`MIN_NEAR_EXTREME`, :data:`MIN_SPREAD`).
+        :data:`ANCHOR_RADIUS`, :data:`MIN_NEAR_EXTREME`).
 
     Returns
     -------
@@ -269,39 +212,26 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
     'spectral'
     >>> choose_estimator(rng.dirichlet([10, 10, 10], 50), 0.05).estimator
     'spectral+ml'
-    >>> choose_estimator(rng.dirichlet([100, 100, 100], 50), 0.05).estimator
-    'spectral'
     """
     clock = time.perf_counter()
     extremes, near, spacing = extreme_neighbours(Q_spectral, radius=radius)
-    spread = ancestry_spread(Q_spectral)
-    statistics = {"rare_allele_share": float(rare_share), "spread": spread,
+    statistics = {"rare_allele_share": float(rare_share),
                   "near_extreme": near.tolist(), "extremes": extremes.tolist(),
                   "extreme_spacing": spacing}
     thresholds = {"min_rare_share": min_rare_share, "anchor_radius": radius,
-                  "min_near_extreme": min_near_extreme, "min_spread": min_spread}
+                  "min_near_extreme": min_near_extreme}
     counts = "/".join(str(c) for c in near.tolist())
-    spread_text = (f"the spectral Q spreads {spread:.2f} of the way to the "
-                   f"simplex's corners")
-    geometry = (f"{spread_text} (>= {min_spread:.2f}), "
-                f"{rare_share:.0%} of SNPs have a minor allele frequency <= 5% "
+    geometry = (f"{rare_share:.0%} of SNPs have a minor allele frequency <= 5% "
                 f"(>= {min_rare_share:.0%}) and the {len(near)} most extreme "
                 f"individuals of the spectral Q have {counts} individuals within "
                 f"{radius:.0%} of the extremes' spacing (anchored at >= "
                 f"{min_near_extreme} each)")
-    if spread < min_spread:
-        estimator = "spectral"
-        reason = (f"{spread_text} (< {min_spread:.2f}): a sample of highly "
-                  "admixed individuals with nobody near a corner, where maximum "
-                  "likelihood would stretch Q to the corners; keeping the "
-                  "spectral estimate")
-    elif rare_share < min_rare_share:
+    if rare_share < min_rare_share:
         estimator = "spectral+ml"
-        reason = (f"{spread_text} (>= {min_spread:.2f}) and only {rare_share:.0%} "
-                  f"of SNPs have a minor allele frequency <= 5% (< "
-                  f"{min_rare_share:.0%}): too few rare, population-private "
-                  "alleles for the spectral estimate (array-like data or shared "
-                  "drift); maximum likelihood, as ADMIXTURE")
+        reason = (f"only {rare_share:.0%} of SNPs have a minor allele frequency "
+                  f"<= 5% (< {min_rare_share:.0%}): too few rare, population-"
+                  "private alleles for the spectral estimate (array-like data or "
+                  "shared drift); maximum likelihood, as ADMIXTURE")
     elif len(near) and near.min() >= min_near_extreme and spacing > 0:
         estimator = "spectral+ml"
         reason = (f"{geometry}: every component has anchors, so the likelihood "
