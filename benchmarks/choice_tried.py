@@ -42,10 +42,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import choice_grid  # noqa: E402 - the grid's data sets and cached fits
+import choice_grid  # the grid's data sets and cached fits
 
-from admixspec import fit_admixture, read_genotypes  # noqa: E402
-from admixspec.fit.choice import (  # noqa: E402
+from admixspec import fit_admixture, read_genotypes
+from admixspec.fit.choice import (
     ANCHOR_RADIUS,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
@@ -96,14 +96,13 @@ def score(rule, items):
     """(within 1.1x, within 1.25x, mean log ratio, cells whose mean is over 1.1x)."""
     chosen = np.array([item["ml"] if rule(item) else item["spectral"]
                        for item in items])
-    better = np.array([min(item["ml"], item["spectral"]) for item in items])
-    ratios = chosen / better
+    spectral = np.array([item["spectral"] for item in items])
+    ml = np.array([item["ml"] for item in items])
+    ratios = chosen / np.minimum(spectral, ml)
     failing = []
     for name in dict.fromkeys(item["cell"] for item in items):
         mask = np.array([item["cell"] == name for item in items])
-        spectral = np.mean([item["spectral"] for item, m in zip(items, mask) if m])
-        ml = np.mean([item["ml"] for item, m in zip(items, mask) if m])
-        if chosen[mask].mean() > 1.1 * min(spectral, ml):
+        if chosen[mask].mean() > 1.1 * min(spectral[mask].mean(), ml[mask].mean()):
             failing.append(name)
     return (float(np.mean(ratios <= 1.1)), float(np.mean(ratios <= 1.25)),
             float(np.mean(np.log(ratios))), failing)
@@ -117,7 +116,7 @@ def line(label, rule, items):
               "suite reported": [i for i in items if i["replicate"] > 1 and i["suite"]],
               "all reported": [i for i in items if i["replicate"] > 1]}
     parts = []
-    for name, group in groups.items():
+    for group in groups.values():
         w11, w125, log_ratio, failing = score(rule, group)
         parts.append(f"{w11:.1%} / {w125:.1%} / {log_ratio:.4f} / {len(failing)}")
     return f"| {label} | " + " | ".join(parts) + " |"
@@ -149,7 +148,7 @@ def run_rules(args):
             ("spread gate, unanchored only",
              lambda t: lambda i: i[ANCHOR_RADIUS] >= MIN_NEAR_EXTREME
              or (i["rare"] < MIN_RARE_SHARE and i["spread"] >= t))):
-        calibration = [i for i in items if i["replicate"] == 1]
+        calibration = [item for item in items if item["replicate"] == 1]
         scores = np.array([score(make(t), calibration)[2] for t in SPREADS])
         smooth = np.convolve(np.pad(scores, 1, mode="edge"), np.ones(3) / 3, "valid")
         t = SPREADS[int(np.argmin(smooth))]
@@ -167,8 +166,8 @@ def run_rules(args):
     for item in items:
         if item["cell"].startswith("bn-a10-") and item["cell"].endswith(("u0", "u10")):
             print(f"  {item['cell']}/{item['replicate']}: spread {item['spread']:.3f}, "
-                  f"near-extreme {item[ANCHOR_RADIUS]}, spectral {item['spectral']:.3f}, "
-                  f"ML {item['ml']:.3f}")
+                  f"near-extreme {item[ANCHOR_RADIUS]}, "
+                  f"spectral {item['spectral']:.3f}, ML {item['ml']:.3f}")
 
 
 def run_mlfit(args):
@@ -185,7 +184,8 @@ def run_mlfit(args):
             row, arrays = cached
             Qs, Qm = arrays["Q_spectral"], arrays["Q_ml"]
             stats.append([row["spectral_error"], row["ml_error"],
-                          extreme_neighbours(Qs)[1].min(), extreme_neighbours(Qm)[1].min(),
+                          extreme_neighbours(Qs)[1].min(),
+                          extreme_neighbours(Qm)[1].min(),
                           np.mean((Qs < 1e-3).any(axis=1)),
                           np.mean((Qm < 1e-3).any(axis=1)), np.abs(Qm - Qs).mean()])
         if stats:
