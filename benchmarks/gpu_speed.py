@@ -300,7 +300,7 @@ def write_biobank(prefix, n_individuals, n_snps, K, *, seed=SEED, threads=1, fst
     with open(f"{prefix}.bed", "wb") as bed, ThreadPoolExecutor(threads) as pool:
         bed.write(bytes([0x6C, 0x1B, 0x01]))
         parts = pool.map(lambda b: _bed_block(Q, b, n_snps, seed, fst, 0.05), blocks)
-        for block, (rows, P_block) in zip(blocks, parts):
+        for block, (rows, P_block) in zip(blocks, parts, strict=True):
             bed.write(rows.tobytes())
             P[block * _WRITE_BLOCK: block * _WRITE_BLOCK + len(P_block)] = P_block
     with open(f"{prefix}.bim", "w") as bim:
@@ -360,7 +360,7 @@ def _measured(args, timeout):
 
 
 def host_memory_model(m, n, K, memory_mib, reference_size=5000):
-    """Host bytes of a streamed ``--device cuda`` default run, by part (computed, not measured).
+    """Host bytes of a streamed ``--device cuda`` default run by part (computed only).
 
     Returns a list of ``(part, bytes, where the size comes from)``. Held at
     once: the run's largest parts do not all coexist (the filter passes end
@@ -393,27 +393,31 @@ def _biobank_commands(args, bed, folder):
     return {
         "admixspec default": [
             sys.executable, "-m", "admixspec", "run", str(bed), "-K", str(args.K),
-            "--memory", str(args.memory), "--device", args.device, "-j", str(args.threads),
+            "--memory", str(args.memory), "--device", args.device,
+            "-j", str(args.threads),
             "-s", str(SEED), "-q", "--out", str(folder / "admixspec")],
         "ADAMIXTURE": [
             shutil.which("adamixture") or "adamixture", "-k", str(args.K), "--data_path",
-            str(bed), "--save_dir", str(folder), "--name", "ada", "-t", str(args.threads),
+            str(bed), "--save_dir", str(folder), "--name", "ada",
+            "-t", str(args.threads),
             "--device", args.adamixture_device, "--tol", "1e-4", "-s", "42"],
     }
 
 
 def run_biobank(args):
-    """The biobank setting: admixspec's default end to end (streamed), ADAMIXTURE beside it."""
+    """The biobank setting: admixspec's default end to end, ADAMIXTURE beside it."""
     m, n, K = args.n_individuals, args.n_snps, args.K
     print(f"\n== biobank: {m} x {n}, K = {K}, seed {SEED}, {args.threads} threads, "
-          f"admixspec --memory {args.memory} --device {args.device}, ADAMIXTURE --device "
+          f"admixspec --memory {args.memory} --device {args.device}, "
+          f"ADAMIXTURE --device "
           f"{args.adamixture_device}", flush=True)
     print("host memory of admixspec's run, by part (computed, see host_memory_model):")
     parts = host_memory_model(m, n, K, args.memory)
     for part, size, source in parts:
         print(f"  {size / 2**20:9.1f} MiB  {part}  [{source}]")
     device = m * -(-n // 4) + n * -(-m // 4)
-    print(f"  {sum(size for _, size, _ in parts) / 2**20:9.1f} MiB  in all, were every part "
+    total = sum(size for _, size, _ in parts)
+    print(f"  {total / 2**20:9.1f} MiB  in all, were every part "
           f"held at once; the GPU holds {device / 2**20:.0f} MiB of packed genotypes "
           "for everyone, half each for the reference and the projection", flush=True)
     folder = Path(args.workdir)
@@ -422,10 +426,11 @@ def run_biobank(args):
     truth = folder / f"biobank_{m}x{n}.truth.npy"
     if not truth.exists():  # a warm machine keeps the files between calls
         t = time.perf_counter()
-        np.save(truth, write_biobank(bed.with_suffix(""), m, n, K, threads=args.threads)[0])
+        Q_true = write_biobank(bed.with_suffix(""), m, n, K, threads=args.threads)[0]
+        np.save(truth, Q_true)
         print(f"wrote {bed} in {time.perf_counter() - t:.1f} s", flush=True)
     Q_true = np.load(truth)
-    if args.warm_up:  # numba's CPU kernels cached, as on a machine that ran admixspec before
+    if args.warm_up:  # numba's CPU kernels cached, as where admixspec ran before
         write_biobank(folder / "warm", 200, 2000, K)
         warm = _biobank_commands(args, folder / "warm.bed", folder / "warm")
         _measured(warm["admixspec default"], args.timeout)
@@ -461,7 +466,7 @@ def _scored_genotypes(bed, m, n):
 
 
 def _biobank_row(label, result, prefix, K, bed, genotypes, Q_true, threads):
-    """One row of the biobank table: times, memory, log-likelihood and Q error (or why none).
+    """One row of the biobank table: times, memory, log-likelihood, Q error (or why not).
 
     ``genotypes`` caches :func:`_scored_genotypes` (read once, after the
     first run, for every row).
@@ -498,7 +503,8 @@ def main(argv=None):
     ap.add_argument("--skip", action="append", default=[],
                     choices=(*TOOLS, "admixspec", "adamixture"),
                     help="leave a tool out (repeatable)")
-    biobank = ap.add_argument_group("biobank: the default end to end, streamed from a .bed")
+    biobank = ap.add_argument_group(
+        "biobank: the default end to end, streamed from a .bed")
     biobank.add_argument("--biobank", action="store_true",
                          help="run this setting instead of --size")
     biobank.add_argument("--n-individuals", type=int, default=BIOBANK["n_individuals"])

@@ -111,7 +111,8 @@ _SCRIPT = textwrap.dedent(
     out["in_memory"] = {
         "passes": [gpu.loglik(Q, P) == held.loglik(Q, P),
                    all(np.array_equal(x, y) for x, y in zip(b[:2], e[:2])), b[2] == e[2],
-                   all(np.array_equal(x, y) for x, y in zip(d[:2], f[:2])), d[2] == f[2]],
+                   all(np.array_equal(x, y) for x, y in zip(d[:2], f[:2])),
+                   d[2] == f[2]],
         "fit": [bool(np.array_equal(fitted[0].Q, fitted[1].Q)),
                 bool(np.array_equal(fitted[0].P, fitted[1].P)),
                 fitted[0].loglik == fitted[1].loglik, fitted[0].n_iter]}
@@ -203,7 +204,8 @@ _SCRIPT = textwrap.dedent(
             memory.append({"n_snps": n, "int8_bytes": int8_bytes,
                            "chunk_bytes": int(source._raw.nbytes), "construction": built,
                            "passes": passes, "reads_in_passes": len(reads),
-                           "launches": launches[0], "parameter_bytes": int(Q.nbytes + P.nbytes)})
+                           "launches": launches[0],
+                           "parameter_bytes": int(Q.nbytes + P.nbytes)})
         out["memory"] = memory[1:]
     print(json.dumps(out))
     """
@@ -212,7 +214,7 @@ _SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module", params=["simulator", "gpu"])
 def streamed(request):
-    """The subprocess's measurements, under the simulator and, where there is one, on a GPU."""
+    """The subprocess's measurements: under the simulator, and on a GPU if present."""
     env = dict(os.environ, NUMBA_NUM_THREADS="1")
     if request.param == "simulator":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
@@ -249,7 +251,8 @@ def test_host_memory__one_chunk_while_copying_none_per_pass(streamed):
     if not streamed["simulated"]:
         pytest.skip("the meter runs under the simulator")
     small, large = streamed["memory"]
-    assert large["n_snps"] == 4 * small["n_snps"] and small["int8_bytes"] == 1000 * 10_000
+    assert large["n_snps"] == 4 * small["n_snps"]
+    assert small["int8_bytes"] == 1000 * 10_000
     for size in (small, large):
         assert size["launches"] > 0 and size["reads_in_passes"] == 0
         # while copying: the file's byte buffer (256 SNP rows), an int64 index

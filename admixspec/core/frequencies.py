@@ -141,7 +141,7 @@ def least_squares_p(genotypes, Q) -> np.ndarray:
 
 
 def _least_squares_q_chunk(G, P):
-    """``x P`` summed over one chunk's SNPs (a :func:`~admixspec.core.chunks.map_sum` task)."""
+    """``x P`` summed over one chunk's SNPs (a :func:`~.chunks.map_sum` task)."""
     XP = np.zeros((G.shape[0], P.shape[1]))
     for positions, x in frequency_blocks(G):
         XP += x @ P[positions]

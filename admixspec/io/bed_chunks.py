@@ -107,7 +107,7 @@ class BedChunks(StreamedChunks):
             yield from self._spans(start, stop)
 
     def _spans(self, start: int, stop: int):
-        """Read the file rows of kept SNPs ``start:stop`` into the byte buffer (as :meth:`bed_bytes`)."""
+        """The file rows of kept SNPs ``start:stop``, read (as :meth:`bed_bytes`)."""
         width = stop - start
         if self._raw is None:
             self._raw = np.empty((self.chunk_snps, self.bytes_per_snp), dtype=np.uint8)
@@ -124,6 +124,7 @@ class BedChunks(StreamedChunks):
                     raise OSError(f"{self.path}: file ended early (truncated .bed?)")
                 yield done, self._raw[:span], wanted[done:done + count] - first
                 done += count
+
 
 def open_streamed_bed(path, *, memory_bytes: float, samples=None, region=None,
                       filters: dict) -> StreamedGenotypes:

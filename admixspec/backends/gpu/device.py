@@ -22,8 +22,8 @@ from ...core.exceptions import MissingDependencyError, UsageError
 from ...ml.likelihood import Engine, engine_factory
 from .numba_cuda import import_cuda
 
-__all__ = ["DEVICES", "cuda_status", "current_device", "default_device", "free_device_memory",
-           "make_engine", "resolve_device"]
+__all__ = ["DEVICES", "cuda_status", "current_device", "default_device",
+           "free_device_memory", "make_engine", "resolve_device"]
 
 logger = logging.getLogger("admixspec")
 
@@ -191,7 +191,7 @@ def free_device_memory() -> float:
 
 
 def current_device() -> str:
-    """``"cpu"`` or ``"cuda"``: where the fits inside the enclosing :func:`default_device` run.
+    """``"cpu"`` or ``"cuda"``: where fits in the enclosing :func:`default_device` run.
 
     ``"cpu"`` outside any such block (a fit made there uses the CPU engine).
 

@@ -181,7 +181,8 @@ class CudaEngine(Engine):
         """
         per_thread = 2 * K + K * (K + 1) // 2 + 1
         sums = 8 * per_thread * max(n_snps, n_individuals, TARGET_THREADS)
-        return packed_bytes(n_individuals, n_snps) + sums + 32 * K * (n_individuals + n_snps)
+        parameters = 32 * K * (n_individuals + n_snps)
+        return packed_bytes(n_individuals, n_snps) + sums + parameters
 
     def _columns(self, blocks):
         """Device array of the SNP indices in the given blocks (all SNPs for None)."""

@@ -43,8 +43,8 @@ from .numba_cuda import import_cuda
 
 cuda = import_cuda()
 
-__all__ = ["MISSING_CODE", "THREADS_PER_BLOCK", "bed_rows", "cuda", "kernels", "pack_rows",
-           "sum_chunks", "transpose_packed", "zeros"]
+__all__ = ["MISSING_CODE", "THREADS_PER_BLOCK", "bed_rows", "cuda", "kernels",
+           "pack_rows", "sum_chunks", "transpose_packed", "zeros"]
 
 #: Threads per block of every kernel.
 THREADS_PER_BLOCK = 128
@@ -152,7 +152,7 @@ def _genotype(packed, row, col):
 
 @cuda.jit
 def bed_rows(raw, picks, rows, codes, out, first):
-    """Rows ``first`` onwards of ``out`` (SNPs x individuals, packed) from a ``.bed``'s bytes.
+    """Rows ``first`` on of ``out`` (SNPs x individuals, packed) from a ``.bed``'s bytes.
 
     ``out[first + s]`` is SNP row ``picks[s]`` of ``raw`` (the file's SNP-major
     rows, all its individuals four to a byte) with only the kept individuals
@@ -180,7 +180,7 @@ def bed_rows(raw, picks, rows, codes, out, first):
 
 @cuda.jit
 def transpose_packed(GT, b0, b1, G):
-    """Bytes ``b0:b1`` of every row of ``G`` (individuals x SNPs) from ``GT`` (SNPs x individuals).
+    """Bytes ``b0:b1`` of each row of ``G`` (individuals x SNPs), from ``GT`` = ``G.T``.
 
     Both packed as :func:`pack_rows` packs them; byte ``b`` of row ``i`` of ``G``
     holds SNPs ``4b .. 4b + 3`` of individual ``i`` (missing past the last

@@ -1,4 +1,4 @@
-"""Genotypes onto the device, packed 2 bits each in both orientations, one chunk of SNPs at a time.
+"""Genotypes onto the device, packed 2 bits each both ways, one chunk of SNPs at a time.
 
 The GPU engine's kernels read the genotypes packed four to a byte twice:
 ``GT`` (SNPs x individuals, packed along individuals: the layout of a
@@ -61,7 +61,7 @@ def _launch_1d(kernel, n_threads: int, *args):
 
 
 def _transpose(d_GT, d_G, start: int, stop: int):
-    """The bytes of ``G`` that hold SNPs ``start:stop``, from ``GT``'s rows (filled up to ``stop``).
+    """The bytes of ``G`` holding SNPs ``start:stop``, from ``GT`` (filled to ``stop``).
 
     A byte shared with the next chunk's SNPs is made again with that chunk.
     """
@@ -89,7 +89,7 @@ def _fill_from_bed(source, d_GT, d_G):
 
 
 def _fill_from_int8(bounds, chunk, d_GT, d_G):
-    """``GT`` from int8 chunks ``chunk(start, stop)`` (individuals x SNPs), packed on the host."""
+    """``GT`` from int8 chunks ``chunk(start, stop)`` (individuals x SNPs) packed."""
     for start, stop in bounds:
         d_GT[start:stop].copy_to_device(pack_rows(chunk(start, stop), transpose=True))
         _transpose(d_GT, d_G, start, stop)
