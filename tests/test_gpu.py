@@ -11,17 +11,15 @@ Where a CUDA GPU is present the same comparisons also run on it.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
-from admixspec.core.exceptions import UsageError
 from admixspec.backends.gpu import cuda_status, resolve_device
+from admixspec.core.exceptions import UsageError
+
+from .conftest import run_gpu_script
 
 _SCRIPT = textwrap.dedent(
     """
@@ -110,17 +108,7 @@ def simulated(request):
     Under numba's CUDA simulator everywhere, and on the GPU itself where
     there is one (then the same checks run the compiled kernels).
     """
-    env = dict(os.environ, NUMBA_NUM_THREADS="1")
-    if request.param == "simulator":
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
-    elif cuda_status()[0] != "gpu":
-        pytest.skip("no CUDA GPU")
-    else:
-        env.pop("NUMBA_ENABLE_CUDASIM", None)
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]), mode=request.param)
+    return dict(run_gpu_script(_SCRIPT, request.param, timeout=600), mode=request.param)
 
 
 def test_simulator__counts_for_cuda_but_not_for_auto(simulated):

@@ -26,15 +26,11 @@ launch, and the largest sum is the peak reported.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from admixspec.backends.gpu import cuda_status
+from .conftest import run_gpu_script
 
 _SCRIPT = textwrap.dedent(
     """
@@ -215,17 +211,7 @@ _SCRIPT = textwrap.dedent(
 @pytest.fixture(scope="module", params=["simulator", "gpu"])
 def streamed(request):
     """The subprocess's measurements: under the simulator, and on a GPU if present."""
-    env = dict(os.environ, NUMBA_NUM_THREADS="1")
-    if request.param == "simulator":
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
-    elif cuda_status()[0] != "gpu":
-        pytest.skip("no CUDA GPU")
-    else:
-        env.pop("NUMBA_ENABLE_CUDASIM", None)
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_gpu_script(_SCRIPT, request.param, timeout=900)
 
 
 @pytest.mark.parametrize("kind", ["bed", "decoded", "memory"])
