@@ -122,7 +122,8 @@ def simulate_balding_nichols(
     rng = np.random.default_rng(seed)
     ancestral = rng.uniform(min_ancestral_frequency, 1 - min_ancestral_frequency, n_snps)
     shape = (1 - fst) / fst
-    P = rng.beta(ancestral[:, None] * shape, (1 - ancestral[:, None]) * shape, (n_snps, K))
+    P = rng.beta(ancestral[:, None] * shape, (1 - ancestral[:, None]) * shape,
+                 (n_snps, K))
     Q = _dirichlet_rows(rng, n_individuals, K, alpha, unadmixed_fraction)
     F = Q @ P.T
     dosage = rng.binomial(2, F).astype(np.int8)
@@ -422,7 +423,8 @@ def _ancestral_states(tree_sequence) -> np.ndarray:
     tables = tree_sequence.tables.sites
     import tskit
 
-    return np.asarray(tskit.unpack_strings(tables.ancestral_state, tables.ancestral_state_offset))
+    return np.asarray(tskit.unpack_strings(tables.ancestral_state,
+                                           tables.ancestral_state_offset))
 
 
 def _derived_states(tree_sequence) -> np.ndarray:

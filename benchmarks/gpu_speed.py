@@ -49,6 +49,24 @@ installed without its dependencies against the image's torch; a row that
 fails says so. The recipe, less torch and the GPU, was run in a Python 3.12
 environment holding the image's other packages: every row but
 neural-admixture's worked.)
+
+``--biobank`` (issue 20's GPU setting; NOT YET RUN: no device machine was
+lent to the session that wrote it): admixspec's default end to end
+(``admixspec run --device cuda --memory 1024``: the .bed is streamed, the
+reference fit in memory, the rest on the GPU from the file's own bytes) and
+ADAMIXTURE 1.8.8 (``--device gpu --tol 1e-4``) on one Balding-Nichols .bed of
+10,000 x 500,000, K = 5 (1.25 GB, written block by block, never whole in
+memory), each row with wall time, CPU time, peak resident memory (the
+child's getrusage), the GPU's peak memory in use (nvidia-smi every 0.2 s),
+log-likelihood and Q error. It first prints admixspec's host memory by part
+as computed (host_memory_model), not measured. Checked on a CPU at a toy
+size (the GPU rows then fail with their one-line error):
+  .venv/bin/python benchmarks/gpu_speed.py --biobank --n-individuals 200 \
+      --n-snps 2000 --device cpu --skip adamixture
+On a device machine, with admixspec's and ADAMIXTURE's wheels (and their
+pure-Python dependencies) in .whl as above, one call of up to 600 s:
+  python3 benchmarks/gpu_speed.py --biobank --threads 16 --timeout 280 \
+      --warm-up 2>&1 | tee $OUT/gpu_speed_biobank.log
 """
 
 from __future__ import annotations
@@ -231,6 +249,250 @@ def run_size(size, args):
             print(_row(label, out, G, Q_true, args.threads), flush=True)
 
 
+# --------------------------------------------------------------------------- biobank
+
+#: The biobank setting of issue 20: individuals, SNPs, K.
+BIOBANK = {"n_individuals": 10_000, "n_snps": 500_000, "K": 5}
+#: SNPs simulated per task of the .bed writer.
+_WRITE_BLOCK = 4096
+
+
+def _bed_block(Q, block, n_snps, seed, fst, min_frequency):
+    """The .bed rows (SNP-major, 2 bits per individual) and true P of one block of SNPs.
+
+    Balding-Nichols frequencies and Binomial(2, Q P^T) genotypes, as
+    :func:`admixspec.simulate_balding_nichols` draws them, from a generator of
+    its own (``[seed, block]``), so the file does not depend on the threads.
+    """
+    rng = np.random.default_rng([seed, block])
+    count = min(_WRITE_BLOCK, n_snps - block * _WRITE_BLOCK)
+    ancestral = rng.uniform(min_frequency, 1 - min_frequency, count)
+    shape = (1 - fst) / fst
+    P = rng.beta(ancestral[:, None] * shape, (1 - ancestral[:, None]) * shape,
+                 (count, Q.shape[1]))
+    F = (P @ Q.T).astype(np.float32)  # (SNPs, individuals): the file's row order
+    dosage = (rng.random(F.shape, dtype=np.float32) < F).astype(np.uint8)
+    dosage += rng.random(F.shape, dtype=np.float32) < F
+    codes = dosage + (dosage > 0)  # A2 copies 0, 1, 2 -> PLINK codes 00, 10, 11
+    m = Q.shape[0]
+    padded = np.zeros((count, -(-m // 4) * 4), dtype=np.uint8)
+    padded[:, :m] = codes
+    quads = padded.reshape(count, -1, 4)
+    rows = quads[..., 0] | quads[..., 1] << 2 | quads[..., 2] << 4 | quads[..., 3] << 6
+    return rows, P
+
+
+def write_biobank(prefix, n_individuals, n_snps, K, *, seed=SEED, threads=1, fst=0.1,
+                  alpha=0.5):
+    """Write a Balding-Nichols PLINK fileset block by block; returns the true (Q, P).
+
+    The genotypes never sit in memory whole (5 GB of int8 at 10,000 x
+    500,000): each block of :data:`_WRITE_BLOCK` SNPs is drawn, packed into
+    .bed bytes and written, ``threads`` blocks at a time. ``.bim`` column 6
+    (A2) is the counted allele, as :func:`admixspec.io.write_plink` writes it.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(seed)
+    Q = rng.dirichlet(np.full(K, alpha), n_individuals)
+    blocks = range(-(-n_snps // _WRITE_BLOCK))
+    P = np.empty((n_snps, K))
+    with open(f"{prefix}.bed", "wb") as bed, ThreadPoolExecutor(threads) as pool:
+        bed.write(bytes([0x6C, 0x1B, 0x01]))
+        parts = pool.map(lambda b: _bed_block(Q, b, n_snps, seed, fst, 0.05), blocks)
+        for block, (rows, P_block) in zip(blocks, parts, strict=True):
+            bed.write(rows.tobytes())
+            P[block * _WRITE_BLOCK: block * _WRITE_BLOCK + len(P_block)] = P_block
+    with open(f"{prefix}.bim", "w") as bim:
+        bim.writelines(f"1\tsnp{j}\t0\t{j + 1}\tA\tC\n" for j in range(n_snps))
+    with open(f"{prefix}.fam", "w") as fam:
+        fam.writelines(f"i{i}\ti{i}\t0\t0\t0\t-9\n" for i in range(n_individuals))
+    return Q, P
+
+
+def _measured(args, timeout):
+    """Run a command; its wall time, CPU time, peak RSS and the GPU's peak memory in use.
+
+    The command runs under a small Python parent that reports its child's
+    ``getrusage`` (CPU seconds, peak resident memory) on stderr's last line;
+    ``nvidia-smi`` is polled every 0.2 s for the memory in use on the GPU
+    (all processes: the machine runs nothing else). Returns a dict, with
+    ``error`` set when the command failed or timed out.
+    """
+    import json
+    import threading
+
+    wrapper = ("import json, resource, subprocess, sys; "
+               "code = subprocess.run(sys.argv[1:]).returncode; "
+               "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+               "print(json.dumps({'code': code, 'cpu_s': r.ru_utime + r.ru_stime, "
+               "'rss_mib': r.ru_maxrss / 1024}), file=sys.stderr)")
+    gpu_peak, done = [0.0], threading.Event()
+
+    def poll():
+        smi = shutil.which("nvidia-smi")
+        while smi and not done.wait(0.2):
+            query = subprocess.run([smi, "--query-gpu=memory.used",
+                                    "--format=csv,noheader,nounits"],
+                                   capture_output=True, text=True, check=False)
+            if query.returncode == 0 and query.stdout.strip():
+                gpu_peak[0] = max(gpu_peak[0], float(query.stdout.split()[0]))
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    t = time.perf_counter()
+    try:
+        run = subprocess.run([sys.executable, "-c", wrapper, *args], capture_output=True,
+                             text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    finally:
+        done.set()
+        poller.join()
+    wall = time.perf_counter() - t
+    lines = run.stderr.strip().splitlines()
+    usage = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+    out = {"wall_s": wall, "gpu_mib": gpu_peak[0], **usage}
+    if usage.get("code", 1) != 0:
+        tail = [line for line in lines[:-1] if line.strip()][-1:] or [run.stdout.strip()]
+        out["error"] = "failed: " + tail[0][:200]
+    return out
+
+
+def host_memory_model(m, n, K, memory_mib, reference_size=5000):
+    """Host bytes of a streamed ``--device cuda`` default run by part (computed only).
+
+    Returns a list of ``(part, bytes, where the size comes from)``. Held at
+    once: the run's largest parts do not all coexist (the filter passes end
+    before the reference is read; the projection starts after the reference
+    fit), so the sum over-counts.
+    """
+    from admixspec.io.streamed import chunk_snps_for
+
+    budget = memory_mib * 2**20
+    ref = min(reference_size, m)
+    ref_snps = min(n, int(budget / 2 // ref))
+    chunk = min(n, chunk_snps_for(m, budget / 8))
+    return [
+        ("reference sample, int8 (the spectral stage's input)", ref * ref_snps,
+         "half of --memory"),
+        ("spectral moments, about 3 reference x reference float64", 3 * 8 * ref**2,
+         "admixspec/fit/reference.py, DEFAULT_REFERENCE_SIZE"),
+        ("one chunk of int8 genotypes (filters, CPU passes)", m * chunk,
+         "an eighth of --memory (chunk_snps_for)"),
+        ("one chunk of .bed bytes on its way to the GPU", chunk * -(-m // 4),
+         "BedChunks' byte buffer (this is what the device copy streams through)"),
+        ("P and the accelerators' copies, 8 x SNPs x K float64", 8 * 8 * n * K,
+         "SQUAREM keeps about 8 (Q, P)-sized arrays"),
+        ("the .P file's text", 10 * n * K, "format_matrix: about 10 characters a value"),
+    ]
+
+
+def _biobank_commands(args, bed, folder):
+    """The two command lines of the biobank setting, by row label."""
+    return {
+        "admixspec default": [
+            sys.executable, "-m", "admixspec", "run", str(bed), "-K", str(args.K),
+            "--memory", str(args.memory), "--device", args.device,
+            "-j", str(args.threads),
+            "-s", str(SEED), "-q", "--out", str(folder / "admixspec")],
+        "ADAMIXTURE": [
+            shutil.which("adamixture") or "adamixture", "-k", str(args.K), "--data_path",
+            str(bed), "--save_dir", str(folder), "--name", "ada",
+            "-t", str(args.threads),
+            "--device", args.adamixture_device, "--tol", "1e-4", "-s", "42"],
+    }
+
+
+def run_biobank(args):
+    """The biobank setting: admixspec's default end to end, ADAMIXTURE beside it."""
+    m, n, K = args.n_individuals, args.n_snps, args.K
+    print(f"\n== biobank: {m} x {n}, K = {K}, seed {SEED}, {args.threads} threads, "
+          f"admixspec --memory {args.memory} --device {args.device}, "
+          f"ADAMIXTURE --device "
+          f"{args.adamixture_device}", flush=True)
+    print("host memory of admixspec's run, by part (computed, see host_memory_model):")
+    parts = host_memory_model(m, n, K, args.memory)
+    for part, size, source in parts:
+        print(f"  {size / 2**20:9.1f} MiB  {part}  [{source}]")
+    device = m * -(-n // 4) + n * -(-m // 4)
+    total = sum(size for _, size, _ in parts)
+    print(f"  {total / 2**20:9.1f} MiB  in all, were every part "
+          f"held at once; the GPU holds {device / 2**20:.0f} MiB of packed genotypes "
+          "for everyone, half each for the reference and the projection", flush=True)
+    folder = Path(args.workdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    bed = folder / f"biobank_{m}x{n}.bed"
+    truth = folder / f"biobank_{m}x{n}.truth.npy"
+    if not truth.exists():  # a warm machine keeps the files between calls
+        t = time.perf_counter()
+        Q_true = write_biobank(bed.with_suffix(""), m, n, K, threads=args.threads)[0]
+        np.save(truth, Q_true)
+        print(f"wrote {bed} in {time.perf_counter() - t:.1f} s", flush=True)
+    Q_true = np.load(truth)
+    if args.warm_up:  # numba's CPU kernels cached, as where admixspec ran before
+        write_biobank(folder / "warm", 200, 2000, K)
+        warm = _biobank_commands(args, folder / "warm.bed", folder / "warm")
+        _measured(warm["admixspec default"], args.timeout)
+    outputs = {"admixspec default": folder / "admixspec", "ADAMIXTURE": folder / "ada"}
+    genotypes = []  # read once, for the log-likelihoods
+    table = []
+    for label, command in _biobank_commands(args, bed, folder).items():
+        if label.split()[0].lower() in args.skip:
+            continue
+        row = _biobank_row(label, _measured(command, args.timeout), outputs[label], K,
+                           bed, genotypes, Q_true, args.threads)
+        table.append(row)
+        print(row, flush=True)
+    print(f"{'tool':18s} {'wall s':>8s} {'CPU s':>8s} {'RSS MiB':>8s} {'GPU MiB':>8s} "
+          f"{'loglik':>20s} {'Q error':>8s}  note")
+    print("\n".join(table))
+
+
+def _scored_genotypes(bed, m, n):
+    """The .bed's polymorphic SNPs as int8 (individuals x SNPs) and which SNPs those are.
+
+    Every tool is scored on the same SNPs: a tool that drops the monomorphic
+    ones (admixspec does) writes a P row per polymorphic SNP, one that keeps
+    them a row per SNP, of which the polymorphic rows are kept.
+    """
+    from admixspec.io.bed_chunks import BedChunks
+
+    G = BedChunks(bed, m, n, chunk_snps=8192).read()
+    called = (G >= 0).sum(axis=0)
+    copies = np.where(G >= 0, G, 0).sum(axis=0, dtype=np.int64)
+    keep = (copies > 0) & (copies < 2 * called)
+    return np.ascontiguousarray(G[:, keep]), keep
+
+
+def _biobank_row(label, result, prefix, K, bed, genotypes, Q_true, threads):
+    """One row of the biobank table: times, memory, log-likelihood, Q error (or why not).
+
+    ``genotypes`` caches :func:`_scored_genotypes` (read once, after the
+    first run, for every row).
+    """
+    cells = [result.get(key, float("nan")) for key in ("wall_s", "cpu_s", "rss_mib",
+                                                         "gpu_mib")]
+    row = f"{label:18s} {cells[0]:8.1f} {cells[1]:8.1f} {cells[2]:8.0f} {cells[3]:8.0f}"
+    Q_path, P_path = Path(f"{prefix}.{K}.Q"), Path(f"{prefix}.{K}.P")
+    if "error" in result or not Q_path.exists():
+        return f"{row} {'-':>20s} {'-':>8s}  {result.get('error', 'no Q file')}"
+    Q, P = np.loadtxt(Q_path), np.clip(np.loadtxt(P_path, ndmin=2), P_MIN, P_MAX)
+    if not genotypes:
+        with open(Path(bed).with_suffix(".bim")) as bim:
+            n = sum(1 for _ in bim)
+        genotypes.extend(_scored_genotypes(bed, len(Q_true), n))
+    G, keep = genotypes
+    if P.shape[0] == len(keep):
+        P = P[keep]
+    elif P.shape[0] != G.shape[1]:
+        return (f"{row} {'-':>20s} {'-':>8s}  P has {P.shape[0]} rows, not {len(keep)} "
+                f"SNPs nor {G.shape[1]} polymorphic ones")
+    lls = [admixspec.loglikelihood(G, Q, p, threads=threads) for p in (P, 1 - P)]
+    note = "" if lls[0] >= lls[1] else "its P counts the other allele"
+    return f"{row} {max(lls):20.4f} {admixspec.q_error(Q_true, Q):8.4f}  {note}"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", action="append", choices=tuple(SIZES),
@@ -238,9 +500,28 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600.0,
                     help="seconds after which a CPU tool or peer is stopped")
-    ap.add_argument("--skip", action="append", default=[], choices=tuple(TOOLS),
+    ap.add_argument("--skip", action="append", default=[],
+                    choices=(*TOOLS, "admixspec", "adamixture"),
                     help="leave a tool out (repeatable)")
+    biobank = ap.add_argument_group(
+        "biobank: the default end to end, streamed from a .bed")
+    biobank.add_argument("--biobank", action="store_true",
+                         help="run this setting instead of --size")
+    biobank.add_argument("--n-individuals", type=int, default=BIOBANK["n_individuals"])
+    biobank.add_argument("--n-snps", type=int, default=BIOBANK["n_snps"])
+    biobank.add_argument("-K", type=int, default=BIOBANK["K"])
+    biobank.add_argument("--memory", type=int, default=1024,
+                         help="admixspec's --memory in MiB (default 1024: streamed)")
+    biobank.add_argument("--device", default="cuda", help="admixspec's --device")
+    biobank.add_argument("--adamixture-device", default="gpu")
+    biobank.add_argument("--workdir", default="/tmp/admixspec_biobank",
+                         help="where the fileset and outputs go (kept between calls)")
+    biobank.add_argument("--warm-up", action="store_true",
+                         help="a tiny admixspec run first, to fill numba's kernel cache")
     args = ap.parse_args(argv)
+    if args.biobank:
+        run_biobank(args)
+        return
     for size in args.size or ["small"]:
         run_size(size, args)
 

@@ -37,7 +37,9 @@ SEQUENCE_LENGTH = 25e6
 PREFIX = Path(__file__).resolve().parent / "example"
 
 
-def make_proportions(rng: np.random.Generator) -> tuple[np.ndarray, list[str], list[str]]:
+def make_proportions(
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, list[str], list[str]]:
     """Proportions, sample IDs and population labels of the 60 individuals."""
     rows, samples, labels = [], [], []
     for k in range(K):

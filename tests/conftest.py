@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +40,28 @@ def failing_on_call(function, call: int, error: BaseException):
         return function(*args, **kwargs)
 
     return wrapper
+
+
+def run_gpu_script(script: str, mode: str, *, timeout: float) -> dict:
+    """Run ``script`` in a fresh Python on ``mode``'s device; the JSON of its last line.
+
+    ``mode`` is ``"simulator"`` (numba's CUDA simulator, switched on before
+    numba.cuda is imported, hence the subprocess) or ``"gpu"`` (skipped
+    where there is no CUDA GPU).
+    """
+    from admixspec.backends.gpu import cuda_status
+
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    if mode == "simulator":
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    elif cuda_status()[0] != "gpu":
+        pytest.skip("no CUDA GPU")
+    else:
+        env.pop("NUMBA_ENABLE_CUDASIM", None)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture

@@ -13,7 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from admixspec import InputError, read_genotypes, read_p, read_q, simulate_balding_nichols
+from admixspec import (
+    InputError,
+    read_genotypes,
+    read_p,
+    read_q,
+    simulate_balding_nichols,
+)
 from admixspec.cli import get_parser, main
 from admixspec.io import write_plink, write_vcf
 
@@ -165,7 +171,8 @@ class TestUsageErrors:
     @pytest.mark.parametrize(
         ("module", "argv", "message"),
         [
-            ("allel", ["info", DATA / "example.bed", "--indep-pairwise", "50", "5", "0.2"],
+            ("allel",
+             ["info", DATA / "example.bed", "--indep-pairwise", "50", "5", "0.2"],
              "--indep-pairwise needs scikit-allel: pip install 'admixspec[allel]'"),
             ("pgenlib", ["info", DATA / "example.pgen"],
              "reading .pgen files needs pgenlib: pip install 'admixspec[pgen]'"),
@@ -255,8 +262,8 @@ class TestInfo:
     def test_info__keep_file(self, tmp_path, capsys):
         keep = tmp_path / "keep.txt"
         keep.write_text("pop1-01\nadm-05\npop3-10\n")
-        code, out, _ = run(["info", DATA / "example.bed", "--keep", keep, "--json", "-q"],
-                           capsys)
+        code, out, _ = run(
+            ["info", DATA / "example.bed", "--keep", keep, "--json", "-q"], capsys)
         assert code == 0
         assert json.loads(out)["individuals"] == 3
 
@@ -281,7 +288,8 @@ class TestBadInput:
 
     def test_truncated_gzip(self, tmp_path, capsys):
         path = tmp_path / "plain.vcf.gz"
-        body = "".join(f"1\t{i}\t.\tA\tC\t.\t.\t.\tGT\t0/0\t0/1\t1/1\n" for i in range(1, 500))
+        body = "".join(f"1\t{i}\t.\tA\tC\t.\t.\t.\tGT\t0/0\t0/1\t1/1\n"
+                       for i in range(1, 500))
         data = gzip.compress((VCF_HEADER + body).encode())
         path.write_bytes(data[: len(data) // 2])
         assert_one_line_error(
@@ -359,7 +367,8 @@ class TestBadInput:
 
 
 class TestSubprocess:
-    def test_malformed_vcf__exactly_one_stderr_line_from_the_real_process(self, tmp_path):
+    def test_malformed_vcf__exactly_one_stderr_line_from_the_real_process(
+            self, tmp_path):
         """htslib's own messages are silenced, so stderr holds only our line."""
         import subprocess
         import sys

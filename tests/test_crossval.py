@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from admixspec import UsageError, simulate_balding_nichols
-from admixspec.ml.crossval import CVResult, cross_validate, format_cv
 from admixspec.ml._kernels.likelihood import fold_of
+from admixspec.ml.crossval import CVResult, cross_validate, format_cv
 
 
 def _cv_best_k(G, ks, seed, folds=5, tol=None):
@@ -47,7 +47,8 @@ class TestCrossValidate:
         assert format_cv(2, CVResult(0.4819, np.zeros(1))) == "CV error (K=2): 0.48190"
 
     def test_fold_of__balanced(self):
-        folds = np.array([fold_of(i, j, 100, 7, 5) for i in range(20) for j in range(100)])
+        folds = np.array([fold_of(i, j, 100, 7, 5)
+                          for i in range(20) for j in range(100)])
         counts = np.bincount(folds, minlength=5)
         assert counts.min() > 330 and counts.max() < 470
 

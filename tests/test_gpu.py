@@ -11,17 +11,15 @@ Where a CUDA GPU is present the same comparisons also run on it.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
-from admixspec.core.exceptions import UsageError
 from admixspec.backends.gpu import cuda_status, resolve_device
+from admixspec.core.exceptions import UsageError
+
+from .conftest import run_gpu_script
 
 _SCRIPT = textwrap.dedent(
     """
@@ -110,17 +108,7 @@ def simulated(request):
     Under numba's CUDA simulator everywhere, and on the GPU itself where
     there is one (then the same checks run the compiled kernels).
     """
-    env = dict(os.environ, NUMBA_NUM_THREADS="1")
-    if request.param == "simulator":
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
-    elif cuda_status()[0] != "gpu":
-        pytest.skip("no CUDA GPU")
-    else:
-        env.pop("NUMBA_ENABLE_CUDASIM", None)
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]), mode=request.param)
+    return dict(run_gpu_script(_SCRIPT, request.param, timeout=600), mode=request.param)
 
 
 def test_simulator__counts_for_cuda_but_not_for_auto(simulated):
@@ -212,6 +200,24 @@ def test_default_device__reaches_engines_made_without_a_device():
             pass
 
 
+def test_make_engine__genotypes_larger_than_the_free_gpu_memory(monkeypatch):
+    # as if a GPU with 1 MiB free were present: 'auto' falls back to the CPU
+    # engine, 'cuda' says how much is needed (no device is touched either way)
+    from admixspec.backends.gpu import device
+    from admixspec.backends.gpu.engine import CudaEngine
+    from admixspec.core.chunks import InMemoryChunks
+    from admixspec.ml.likelihood import Engine
+
+    monkeypatch.setattr(device, "resolve_device", lambda name: "cuda")
+    monkeypatch.setattr(device, "free_device_memory", lambda: float(2**20))
+    G = np.zeros((400, 2000), dtype=np.int8)
+    assert CudaEngine.device_bytes(400, 2000, 3) > 2**20
+    for genotypes in (G, InMemoryChunks(G)):
+        assert type(device.make_engine(genotypes, 3, device="auto")) is Engine
+        with pytest.raises(UsageError, match=r"400 x 2000 genotypes need about .* GiB"):
+            device.make_engine(genotypes, 3, device="cuda")
+
+
 def test_cli_device_cuda_without_gpu__one_line_error(tmp_path, capsys):
     if cuda_status()[0] is not None:
         pytest.skip("a CUDA device is present")
@@ -226,4 +232,26 @@ def test_cli_device_cuda_without_gpu__one_line_error(tmp_path, capsys):
     assert code != 0
     assert err[-1].startswith("admixspec: error: device='cuda' but no usable CUDA GPU")
     assert "Traceback" not in "\n".join(err)
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_device_cuda_without_gpu__fails_before_reading_the_input(tmp_path, capsys,
+                                                                     monkeypatch):
+    if cuda_status()[0] is not None:
+        pytest.skip("a CUDA device is present")
+    from admixspec.cli import main
+    from admixspec.io import reader
+
+    def read(*args, **kwargs):
+        raise AssertionError("the input was read before the device was resolved")
+
+    for name in ("open_genotypes", "open_streamed", "read_genotypes", "input_shape"):
+        monkeypatch.setattr(reader, name, read)
+    # no such file either: the device's error comes first, the input is never opened
+    missing = tmp_path / "biobank.bed"
+    code = main(["run", str(missing), "-K", "5", "--memory", "1024", "--device", "cuda",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith("admixspec: error: device='cuda' but no usable CUDA GPU")
     assert not list(tmp_path.iterdir())

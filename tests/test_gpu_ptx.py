@@ -33,7 +33,13 @@ _SCRIPT = textwrap.dedent(
         # no GPU: device functions compile for the capability asked of compile_ptx
         dispatcher.get_current_device = lambda: types.SimpleNamespace(
             compute_capability=(9, 0))
-    from admixspec.backends.gpu.kernels import _fill_zero, _sum_chunks_kernel, kernels
+    from admixspec.backends.gpu.kernels import (
+        _fill_zero,
+        _sum_chunks_kernel,
+        bed_rows,
+        kernels,
+        transpose_packed,
+    )
 
     u8, f3 = nt.uint8[:, ::1], nt.float64[:, :, ::1]
     f2, f1 = nt.float64[:, ::1], nt.float64[::1]
@@ -55,6 +61,9 @@ _SCRIPT = textwrap.dedent(
     for signature in ((f1,), (i1,)):
         cuda.compile_ptx(_fill_zero.py_func, signature, cc=(9, 0))
     cuda.compile_ptx(_sum_chunks_kernel.py_func, (f2, f1), cc=(9, 0))
+    # the streamed copy: a .bed's bytes into GT, then GT's bytes into G
+    cuda.compile_ptx(bed_rows.py_func, (u8, i1, i1, nt.uint8[::1], u8, i), cc=(9, 0))
+    cuda.compile_ptx(transpose_packed.py_func, (u8, i, i, u8), cc=(9, 0))
     print("compiled")
     """
 )

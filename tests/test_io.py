@@ -92,7 +92,8 @@ class TestAdmixtureFormats:
 
     def test_write_q__six_decimals_space_separated_no_header(self, tmp_path):
         write_q(tmp_path / "x.2.Q", [[0.5, 0.5], [0.123456789, 0.876543211]])
-        assert (tmp_path / "x.2.Q").read_text() == "0.500000 0.500000\n0.123457 0.876543\n"
+        assert ((tmp_path / "x.2.Q").read_text()
+                == "0.500000 0.500000\n0.123457 0.876543\n")
 
     def test_write_p__clamps_to_admixture_bounds(self, tmp_path):
         write_p(tmp_path / "x.2.P", [[0.0, 1.0]])
@@ -250,8 +251,10 @@ class TestReadVcf:
             "Y\t10\ty1\tA\tG\t.\t.\t.\tGT\t0\t1\t.\t1\t0",
             "1\t20\tt1\tA\tG\t.\t.\t.\tGT\t0/0/1\t0/1\t1/1\t0\t./.",
         ]
-        header = HEADER.replace("##contig=<ID=X", "##contig=<ID=Y,length=1000>\n##contig=<ID=X")
-        path = write_text_file(tmp_path / "ploidy.vcf", header + "\n".join(records) + "\n")
+        header = HEADER.replace("##contig=<ID=X",
+                                "##contig=<ID=Y,length=1000>\n##contig=<ID=X")
+        path = write_text_file(tmp_path / "ploidy.vcf",
+                               header + "\n".join(records) + "\n")
         genotypes = read_vcf(path, block_size=1)  # one record per block
         again = read_vcf(path)  # both records in one block of mixed width
         np.testing.assert_array_equal(genotypes.dosage, again.dosage)
@@ -295,7 +298,8 @@ class TestReadVcf:
         path = tmp_path / "sim.vcf.gz"
         write_vcf(path, simulated_fixture.genotypes, index=False)
         genotypes = read_vcf(path)
-        np.testing.assert_array_equal(genotypes.dosage, simulated_fixture.genotypes.dosage)
+        np.testing.assert_array_equal(genotypes.dosage,
+                                      simulated_fixture.genotypes.dosage)
         assert genotypes.samples.tolist() == simulated_fixture.genotypes.samples.tolist()
         for column in ("chrom", "pos", "id", "counted", "other"):
             assert (
@@ -551,7 +555,8 @@ class TestAdmixtureHapmap3:
         assert P.shape == (genotypes.n_snps, K)
         expected = read_admixture_log(extdata / f"log{K}.out")["loglik"]
         # Q/P are printed with 6 decimals, so agreement is to ~1e-7 relative.
-        assert _loglikelihood(genotypes.dosage, Q, P) == pytest.approx(expected, rel=1e-7)
+        assert (_loglikelihood(genotypes.dosage, Q, P)
+                == pytest.approx(expected, rel=1e-7))
 
     def test_hapmap3__counting_a1_instead_would_not_match(self, hapmap3_fixture):
         folder = hapmap3_fixture

@@ -14,7 +14,6 @@ from admixspec.ml.likelihood import loglikelihood
 from admixspec.ml.refine import fit_ml
 from admixspec.fit.admixture import fit_admixture
 from admixspec.fit.default import rare_allele_share
-from admixspec.fit.choice import EFFECT_THRESHOLD
 
 from .reference import simulate_structured
 
@@ -81,16 +80,17 @@ class TestFitAdmixture:
 
 
 class TestRefinementDecision:
-    def test_default__follows_the_held_out_evidence(self):
-        # which estimator is right is tested against truth in test_selection.py
+    def test_default__follows_the_choice(self):
+        # which estimator is right is tested against truth in test_choice.py
         sim = simulate_balding_nichols(80, 4000, 3, fst=0.1, alpha=1.0,
                                        unadmixed_fraction=0.25, seed=1)
         default = fit_admixture(sim.genotypes, 3, seed=0)
-        evidence = default.diagnostics["selection"]
-        expected = "spectral+ml" if evidence["effect"] > EFFECT_THRESHOLD else "spectral"
-        assert default.path == expected
-        assert f"effect {evidence['effect']:.2f}" in default.diagnostics["refine_reason"]
+        choice = default.diagnostics["choice"]
+        assert default.path == choice["estimator"] == "spectral+ml"
+        assert choice["statistics"]["rare_allele_share"] == \
+            default.diagnostics["rare_allele_share"]
         reason = default.diagnostics["refine_reason"]
+        assert reason == choice["reason"]
         assert f"Refine reason: {reason}" in default.log_lines
 
     def test_default_ml__is_plain_ml_with_the_spectral_start_screened(self):
@@ -117,7 +117,7 @@ class TestRefinementDecision:
         sim = simulate_balding_nichols(40, 1500, 2, fst=0.2, alpha=0.5, seed=3)
         result = fit_admixture(sim.genotypes, 2, seed=0, refine=refine)
         assert result.path == path
-        assert "selection" not in result.diagnostics
+        assert "choice" not in result.diagnostics
         assert result.diagnostics["refine_reason"] == "requested"
 
     def test_rare_allele_share__counts_low_frequency_polymorphic_snps(self):

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.ml.initial import random_init
 from admixspec.core.parameters import P_MAX, P_MIN, Q_MIN
 from admixspec.ml._kernels.newton import _RIDGE, constrained_newton_step
+from admixspec.ml.initial import random_init
 from admixspec.ml.likelihood import Engine, loglikelihood
 from admixspec.ml.newton import BlockNewton
 
@@ -12,8 +12,9 @@ from admixspec.ml.newton import BlockNewton
 def _solve(x, g, C, lo, hi, simplex):
     K = len(x)
     out = np.empty(K)
-    constrained_newton_step(x, g, C, np.full(K, lo), np.full(K, hi), simplex, np.empty((2, K), np.int64),
-                            np.empty(K), np.empty((K + 3, K)), out)
+    constrained_newton_step(x, g, C, np.full(K, lo), np.full(K, hi), simplex,
+                            np.empty((2, K), np.int64), np.empty(K),
+                            np.empty((K + 3, K)), out)
     return out
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from admixspec import InputError, UsageError, simulate_balding_nichols
+from admixspec.core.metrics import align_components
 from admixspec.io.results import (
     find_runs,
     read_population_labels,
@@ -13,7 +14,6 @@ from admixspec.io.results import (
     read_sample_ids,
     summarize_runs,
 )
-from admixspec.core.metrics import align_components
 from admixspec.plot import ancestry_palette, plot_ancestry, plot_cv
 
 
@@ -51,7 +51,7 @@ class TestAlignComponents:
         shuffles[2] = np.arange(2)  # the smallest-K panel keeps its order
         Qs = [truth[K][:, shuffles[K]] for K in Ks]
         perms = align_components(Qs)
-        for K, Q, perm in zip(Ks, Qs, perms):
+        for K, Q, perm in zip(Ks, Qs, perms, strict=True):
             np.testing.assert_array_equal(shuffles[K][perm], np.arange(K))
             np.testing.assert_allclose(Q[:, perm], truth[K])
 
@@ -281,7 +281,7 @@ class TestRealData:
             )
         )
         perms = align_components(Qs)
-        for Q, perm in zip(Qs, perms):
+        for Q, perm in zip(Qs, perms, strict=True):
             aligned = Q[:, perm]
             assert aligned[labels == "YRI"].mean(0).argmax() == 0
             assert aligned[labels == "CEU"].mean(0).argmax() == 1

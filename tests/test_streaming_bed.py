@@ -7,12 +7,12 @@ import pytest
 
 from admixspec import simulate_balding_nichols
 from admixspec.core.genotypes import snp_statistics
+from admixspec.core.parameters import check_params
 from admixspec.io import read_genotypes, streamed, write_plink
 from admixspec.io.bed_chunks import BedChunks
 from admixspec.io.plink import read_plink
 from admixspec.io.reader import open_streamed
 from admixspec.io.streamed import chunk_snps_for
-from admixspec.core.parameters import check_params
 from admixspec.ml.likelihood import Engine
 from admixspec.ml.newton import BlockNewton
 
@@ -33,7 +33,7 @@ def test_chunks_equal_the_reader(fileset):
     assert len(source.bounds) == 6
     np.testing.assert_array_equal(source.read(), G)
     called, sums, missing = source.statistics()
-    for ours, theirs in zip((called, sums, missing), snp_statistics(G)):
+    for ours, theirs in zip((called, sums, missing), snp_statistics(G), strict=True):
         np.testing.assert_array_equal(ours, theirs)
     np.testing.assert_array_equal(source.n_observed, (G >= 0).sum(axis=1))
 
@@ -88,7 +88,10 @@ def test_open_streamed_filters_as_the_reader(fileset):
     np.testing.assert_array_equal(streamed.samples, read.samples)
     assert streamed.variants.equals(read.variants)
     np.testing.assert_array_equal(streamed.chunks.n_observed, (read.dosage >= 0).sum(1))
-    summary = lambda log: [(e["filter"], e["removed"]) for e in log]
+
+    def summary(log):
+        return [(e["filter"], e["removed"]) for e in log]
+
     assert summary(streamed.filter_log) == summary(read.filter_log)
     assert all(removed > 0 for name, removed in summary(read.filter_log)[1:])
 

@@ -1,4 +1,4 @@
-"""``admixspec run --memory``: a .bed larger than the budget is fitted streamed from disk."""
+"""``admixspec run --memory``: a .bed over the budget is fitted streamed from disk."""
 
 import json
 from pathlib import Path
@@ -8,9 +8,9 @@ import pytest
 
 from admixspec import simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.io.reader import memory_budget
-from admixspec.io import read_q, write_plink
 from admixspec.core.metrics import q_error
+from admixspec.io import read_q, write_plink
+from admixspec.io.reader import memory_budget
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +57,11 @@ def test_streamed_projection_equals_the_in_memory_one(cohort):
     # projected in chunks of individuals, read from disk, as in memory
     assert np.abs(Q_str - Q_mem).max() <= 2e-6
     # the reference's IDs, as an in-memory run writes them
-    assert (folder / "str_ref.3.ref").read_text() == (folder / "mem_ref.3.ref").read_text()
+    assert ((folder / "str_ref.3.ref").read_text()
+            == (folder / "mem_ref.3.ref").read_text())
     # the reference's IDs, as an in-memory run writes them
-    assert (folder / "str_ref.3.ref").read_text() == (folder / "mem_ref.3.ref").read_text()
+    assert ((folder / "str_ref.3.ref").read_text()
+            == (folder / "mem_ref.3.ref").read_text())
     info = streamed["diagnostics"]["streamed"]
     assert info["projection_chunk_size"] == 2**20 // 6000  # half the budget's worth
     assert len(info["projection_iterations"]) == 2  # 200 others in two chunks

@@ -13,11 +13,11 @@ import pytest
 
 from admixspec import InputError
 from admixspec.cli import main
+from admixspec.core.metrics import q_error
 from admixspec.io import detect_format, read_genotypes, read_q, read_vcf
 from admixspec.io import vcz as vcz_module
 from admixspec.io.reader import open_streamed
 from admixspec.io.vcz import VczChunks, classify_alleles, read_vcz
-from admixspec.core.metrics import q_error
 
 pytest.importorskip("zarr")
 pytest.importorskip("bio2zarr")
@@ -194,5 +194,5 @@ class TestStreamedVcz:
         log = (tmp_path / "streamed.3.log").read_text()
         assert "Streamed: 60 individuals x" in log
         # the reference fit saw a SNP sample (0.5 MiB), then ML ran on every SNP
-        assert q_error(read_q(tmp_path / "whole.3.Q"), read_q(tmp_path / "streamed.3.Q")) \
-            < 1e-3
+        assert q_error(read_q(tmp_path / "whole.3.Q"),
+                       read_q(tmp_path / "streamed.3.Q")) < 1e-3

@@ -8,6 +8,14 @@ nothing below imports them: :data:`admixspec.ml.likelihood.engine_factory`
 :func:`admixspec.backends.distributed.use_client` sets it).
 """
 
-from .gpu.device import DEVICES, cuda_status, default_device, make_engine, resolve_device
+from .gpu.device import (
+    DEVICES,
+    cuda_status,
+    current_device,
+    default_device,
+    make_engine,
+    resolve_device,
+)
 
-__all__ = ["DEVICES", "cuda_status", "default_device", "make_engine", "resolve_device"]
+__all__ = ["DEVICES", "cuda_status", "current_device", "default_device", "make_engine",
+           "resolve_device"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .chunks import map_sum
 from .genotypes import allele_counts
 from .parameters import P_MAX, P_MIN, clip_proportions, simplex_projection
 
@@ -139,12 +140,21 @@ def least_squares_p(genotypes, Q) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def least_squares_q(G: np.ndarray, P: np.ndarray) -> np.ndarray:
+def _least_squares_q_chunk(G, P):
+    """``x P`` summed over one chunk's SNPs (a :func:`~.chunks.map_sum` task)."""
+    XP = np.zeros((G.shape[0], P.shape[1]))
+    for positions, x in frequency_blocks(G):
+        XP += x @ P[positions]
+    return None, (XP,)
+
+
+def least_squares_q(genotypes, P: np.ndarray) -> np.ndarray:
     """Least-squares Q for fixed P, projected onto the simplex.
 
     Parameters
     ----------
-    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+    genotypes : numpy.ndarray, int8, shape (n_individuals, n_snps), or GenotypeChunks
+        An in-memory matrix, or a chunk source read chunk by chunk.
     P : numpy.ndarray, float64, shape (n_snps, K)
 
     Returns
@@ -152,8 +162,9 @@ def least_squares_q(G: np.ndarray, P: np.ndarray) -> np.ndarray:
     numpy.ndarray, float64, shape (n_individuals, K)
     """
     P = np.asarray(P, dtype=np.float64)
-    XP = np.zeros((G.shape[0], P.shape[1]))
-    for positions, x in frequency_blocks(G):
-        XP += x @ P[positions]
+    if isinstance(genotypes, np.ndarray):
+        _, (XP,) = _least_squares_q_chunk(genotypes, P)
+    else:
+        _, (XP,) = map_sum(genotypes, _least_squares_q_chunk, P)
     Q = np.linalg.solve(P.T @ P, XP.T).T
     return clip_proportions(simplex_projection(Q))

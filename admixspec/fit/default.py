@@ -190,7 +190,7 @@ class Outcome(NamedTuple):
     diagnostics : dict
         The choice's evidence and reason.
     timings : dict
-        Seconds of the choice (``selection``) and of P given Q (``p_given_q``).
+        Seconds of the choice (``choice``) and of P given Q (``p_given_q``).
     """
 
     path: str
@@ -209,15 +209,10 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads,
     decision, reason = refine, "requested"
     starts = {"spectral estimate": (Q, None)}
     if refine == "auto":
-        clock = time.perf_counter()
-        choice = choose_estimator(
-            G, Q, lambda G_part, Q_part: maximize_p(G_part, Q_part, threads=threads).P,
-            seed=seed, tol=tol, max_iter=max_iter, threads=threads)
-        timings["selection"] = time.perf_counter() - clock
+        choice = choose_estimator(Q, diagnostics["rare_allele_share"])
+        timings["choice"] = choice.seconds
         decision, reason = choice.estimator == "spectral+ml", choice.reason
-        diagnostics["selection"] = choice.evidence
-        if choice.ml_start is not None:
-            starts["training fit"] = choice.ml_start
+        diagnostics["choice"] = choice.record()
     diagnostics["refine"] = bool(decision)
     diagnostics["refine_reason"] = reason
     logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
@@ -246,9 +241,8 @@ def _best_ml_fit(G, K, starts, *, screen, tol, max_iter, seed, threads, log):
     never a second one from the spectral estimate alone (from it, 1000
     Genomes at K = 5 took 201 iterations against plain ML's 97, and on
     ADAMIXTURE's demo data at K = 7 it ended 1,400 log-likelihood units below
-    plain ML's optimum). Other entries of ``starts`` (the choice's training
-    fit, while the choice still makes one) are not used. Without ``screen``
-    (``refine=True``) the spectral estimate is the start, as asked.
+    plain ML's optimum). Without ``screen`` (``refine=True``) the spectral
+    estimate is the start, as asked.
 
     Returns the fit and the diagnostics of the screen (empty without it):
     ``ml_starts``, the screened starts' names in ``fit_ml``'s order, and

@@ -21,8 +21,9 @@ import time
 
 import numpy as np
 
+from ..backends import current_device
 from ..core.threads import thread_limit
-from ..ml.likelihood import Engine, loglikelihood
+from ..ml.likelihood import Engine, loglikelihood, make_engine
 from ..ml.project import maximize_p, project
 from ..ml.refine import accelerated_em, format_iteration
 from .pipeline import FitOptions, fit_in_memory
@@ -143,7 +144,8 @@ def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads):
     """Project individuals ``rows`` onto P, ``chunk_size`` at a time.
 
     ``read(chunk)`` gives the int8 genotypes of the individuals ``chunk``
-    (rows of the in-memory matrix, or read from disk for a streamed input):
+    (rows of the in-memory matrix, or read from disk for a streamed input;
+    on a GPU, their streamed source, which the device engine reads once):
     only one chunk of individuals is in memory at a time, and each converges
     by itself, as ADMIXTURE's projection of a file of that many people would.
     """
@@ -238,9 +240,8 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
 # --------------------------------------------------------------------------- streamed
 
 
-def _streamed_ml(source, Q, P, *, tol, max_iter, seed, callback=None):
-    """Accelerated block relaxation over a streamed source."""
-    engine = Engine(source, Q.shape[1])
+def _streamed_ml(engine, Q, P, *, tol, max_iter, seed, callback=None):
+    """Accelerated block relaxation on an engine over a streamed source."""
     return accelerated_em(engine, Q, P, tol=tol, max_iter=max_iter,
                           rng=np.random.default_rng(seed), callback=callback)
 
@@ -262,6 +263,13 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
        (at most ``chunk_size`` individuals, fewer if their genotypes would
        take more than half the budget) is read from disk once and projected
        in memory, so the projected Q equals the in-memory path's.
+
+    On a GPU (:func:`admixspec.backends.current_device`), the streamed passes
+    of steps 2 and 3 run on the device: each engine copies its individuals'
+    genotypes there once, in the ``.bed``'s own bytes, one chunk of SNPs at a
+    time (:class:`admixspec.backends.gpu.engine.CudaEngine`), so the host
+    holds no int8 matrix beyond the reference sample of step 1, and a
+    projection chunk is ``chunk_size`` individuals whatever the budget.
 
     Parameters
     ----------
@@ -287,29 +295,39 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
     fit = fit_in_memory(G_ref, K, o)
     Q_ref, P, n_iter, converged = fit.Q, fit.P, fit.n_iter, fit.converged
     history: list = []
+    on_device = current_device() == "cuda"
     with thread_limit(o.threads):
         reference = source.subset(rows=rows)
         if len(snps) < n:
-            P = maximize_p(reference, Q_ref, threads=o.threads).P
+            engine = make_engine(reference, K)  # a GPU's reads the file once, here
+            P = maximize_p(reference, Q_ref, threads=o.threads, engine=engine).P
             if "ml" in fit.path:
                 logger.info("reference: maximum likelihood on all %d SNPs, streamed", n)
-                refined = _streamed_ml(reference, Q_ref, P, tol=o.tol,
+                refined = _streamed_ml(engine, Q_ref, P, tol=o.tol,
                                        max_iter=o.max_iter, seed=o.seed,
                                        callback=history.append)
                 Q_ref, P = refined.Q, refined.P
                 n_iter, converged = refined.n_iter, refined.converged
+            del engine  # frees the device's copy before the projection's
         others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
         Q = np.empty((m, K))
         Q[rows] = Q_ref
-        fitting = max(1, int(genotypes.memory_bytes / 2 // max(n, 1)))
-        chunk_size = min(chunk_size, fitting)
+        if on_device:  # each chunk's engine copies its genotypes from the file
+            def read(chunk):
+                return source.subset(rows=chunk)
+        else:
+            fitting = max(1, int(genotypes.memory_bytes / 2 // max(n, 1)))
+            chunk_size = min(chunk_size, fitting)
+
+            def read(chunk):
+                return source.subset(rows=chunk).read()
         iterations = []
         if len(others):
             logger.info("projecting %d individuals onto P, %d at a time read from disk",
                         len(others), chunk_size)
             Q[others], iterations = _project_chunks(
-                lambda chunk: source.subset(rows=chunk).read(), others, P,
-                chunk_size=chunk_size, tol=o.tol, max_iter=o.max_iter, threads=o.threads)
+                read, others, P, chunk_size=chunk_size, tol=o.tol, max_iter=o.max_iter,
+                threads=o.threads)
         loglik = Engine(source, K).loglik(Q, P)
     projection = {"projection_chunk_size": chunk_size, "projection_iterations": iterations}
     result = _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,

@@ -7,7 +7,9 @@ would count as the process's resident memory) into one reused byte buffer,
 and a numba kernel decodes the 2-bit codes of the kept individuals into one
 reused int8 buffer. Resident memory is therefore one chunk, whatever the
 number of SNPs; the operating system's page cache keeps a file that fits in
-RAM from being read from the disk on every pass.
+RAM from being read from the disk on every pass. :meth:`BedChunks.bed_bytes`
+hands out the file's own bytes instead, undecoded (the GPU engine decodes
+them on the device).
 
 The dosage convention is :func:`admixspec.io.plink.read_plink`'s: copies of
 the ``.bim`` column-6 allele (A2), -1 missing.
@@ -18,14 +20,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .errors import reading
 from .plink import fileset_file, open_fileset, plink_prefix, variant_table
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 
-__all__ = ["BedChunks", "fileset_shape", "open_streamed_bed"]
+__all__ = ["CODE_DOSAGE", "BedChunks", "fileset_shape", "open_streamed_bed"]
 
-# A2 copies of each 2-bit code, in PLINK 1's order: 00 homozygous A1, 01
-# missing, 10 heterozygous, 11 homozygous A2.
-_CODE_DOSAGE = np.array([0, -1, 1, 2], dtype=np.int8)
+#: A2 copies of each 2-bit code, in PLINK 1's order: 00 homozygous A1, 01
+#: missing, 10 heterozygous, 11 homozygous A2 (-1 missing).
+CODE_DOSAGE = np.array([0, -1, 1, 2], dtype=np.int8)
 # Individuals decoded per parallel task.
 _ROW_TILE = 256
 
@@ -71,6 +74,40 @@ class BedChunks(StreamedChunks):
 
     def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
         """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
+        for done, raw, picks in self._spans(start, stop):
+            _decode(raw, picks, self.rows, out, offset + done, CODE_DOSAGE)
+
+    def bed_bytes(self, start: int, stop: int):
+        """The file's own bytes of kept SNPs ``start:stop``, undecoded, span by span.
+
+        What a consumer that decodes the 2-bit codes itself reads (the GPU
+        engine copies them to the device as they are): no int8 matrix is
+        formed, and the host holds one byte buffer of :attr:`chunk_snps` rows.
+
+        Parameters
+        ----------
+        start, stop : int
+            A range of kept SNPs (positions into :attr:`columns`).
+
+        Yields
+        ------
+        done : int
+            Kept SNPs of the range before this span.
+        raw : numpy.ndarray, uint8, shape (file rows read, bytes_per_snp)
+            Consecutive SNP rows of the ``.bed``, each holding all
+            :attr:`n_samples` individuals of the file, four to a byte, the
+            first in the lowest two bits, coded as PLINK codes them
+            (:data:`CODE_DOSAGE`). A view of the reused buffer: valid until
+            the next span.
+        picks : numpy.ndarray, int64, shape (kept SNPs in the span,)
+            The rows of ``raw`` that hold kept SNPs ``start + done`` onwards,
+            increasing. The kept individuals are :attr:`rows`.
+        """
+        with reading(self.path, "a genotype file"):
+            yield from self._spans(start, stop)
+
+    def _spans(self, start: int, stop: int):
+        """The file rows of kept SNPs ``start:stop``, read (as :meth:`bed_bytes`)."""
         width = stop - start
         if self._raw is None:
             self._raw = np.empty((self.chunk_snps, self.bytes_per_snp), dtype=np.uint8)
@@ -85,8 +122,7 @@ class BedChunks(StreamedChunks):
                 view = memoryview(self._raw[:span].reshape(-1))
                 if handle.readinto(view) != view.nbytes:
                     raise OSError(f"{self.path}: file ended early (truncated .bed?)")
-                _decode(self._raw, wanted[done:done + count] - first, self.rows, out,
-                        offset + done, _CODE_DOSAGE)
+                yield done, self._raw[:span], wanted[done:done + count] - first
                 done += count
 
 

@@ -42,10 +42,11 @@ def plink_prefix(path) -> Path:
 
 
 def fileset_file(path, kind: str) -> Path:
-    """``path`` (the fileset's ``kind`` file, e.g. ``".bim"``), or a one-line error if absent."""
+    """``path`` (the fileset's ``kind`` file, e.g. ``".bim"``), or a one-line error."""
     path = Path(path)
     if not path.exists():
-        raise InputError(f"file not found (the {kind} file of the PLINK fileset)", path=path)
+        raise InputError(f"file not found (the {kind} file of the PLINK fileset)",
+                         path=path)
     return path
 
 
@@ -72,7 +73,8 @@ def _read_table(path: Path, columns: list[str], kind: str) -> pd.DataFrame:
 
 def read_fam(path) -> pd.DataFrame:
     """Read a ``.fam`` file (columns fid, iid, father, mother, sex, pheno; str)."""
-    return _read_table(Path(path), ["fid", "iid", "father", "mother", "sex", "pheno"], ".fam")
+    return _read_table(Path(path), ["fid", "iid", "father", "mother", "sex", "pheno"],
+                       ".fam")
 
 
 def read_bim(path) -> pd.DataFrame:
@@ -91,7 +93,8 @@ def check_bed(path, n_individuals: int, n_snps: int) -> None:
     """
     path = Path(path)
     if not path.exists():
-        raise InputError("file not found (the .bed file of the PLINK fileset)", path=path)
+        raise InputError("file not found (the .bed file of the PLINK fileset)",
+                         path=path)
     size = path.stat().st_size
     with open(path, "rb") as handle:
         head = handle.read(3)
@@ -152,7 +155,7 @@ def read_bed_columns(bed_path, n_samples, n_variants, rows, columns,
 
 
 class Fileset(NamedTuple):
-    """A PLINK 1 fileset's checked tables and what of it to read (:func:`open_fileset`)."""
+    """A PLINK 1 fileset's checked tables and the part to read (:func:`open_fileset`)."""
 
     bed_path: Path
     fam: pd.DataFrame
@@ -183,14 +186,15 @@ def open_fileset(path, samples=None, region: str | None = None) -> Fileset:
     try:
         positions = bim["pos"].astype(np.int64).to_numpy()
     except ValueError:
-        raise InputError("non-integer position in column 4", path=str(prefix) + ".bim") from None
+        raise InputError("non-integer position in column 4",
+                         path=str(prefix) + ".bim") from None
     rows = sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
     columns, in_region, not_snp = _snp_columns(bim, positions, region)
     return Fileset(bed_path, fam, bim, positions, rows, columns, in_region, not_snp)
 
 
 def variant_table(fileset: Fileset, columns) -> pd.DataFrame:
-    """Genotypes.variants of the given ``.bim`` rows (A2 counted, ADMIXTURE's convention)."""
+    """Genotypes.variants of the given ``.bim`` rows (A2 counted, as ADMIXTURE does)."""
     selected = fileset.bim.iloc[columns]
     return pd.DataFrame({
         "chrom": selected["chrom"].to_numpy(dtype=object),
@@ -234,8 +238,8 @@ def read_plink(
     fileset = open_fileset(path, samples, region)
     bed_path, fam, rows = fileset.bed_path, fileset.fam, fileset.rows
     not_snp, in_region = fileset.not_snp, fileset.in_region
-    dosage = read_bed_columns(bed_path, len(fam), len(fileset.bim), rows, fileset.columns,
-                       num_threads)
+    dosage = read_bed_columns(bed_path, len(fam), len(fileset.bim), rows,
+                              fileset.columns, num_threads)
     variants = variant_table(fileset, fileset.columns)
     genotypes = Genotypes(
         dosage=dosage,

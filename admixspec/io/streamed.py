@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..core.chunks import chunk_bounds
 from ..core.filters import apply_filters
 from ..core.genotypes import Genotypes, placeholder_variants, snp_statistics
-from ..core.chunks import chunk_bounds
 from .errors import reading
 
 __all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "filter_streamed"]
@@ -36,7 +36,7 @@ PROGRESS_INTERVAL = 10.0
 
 
 def chunk_snps_for(n_individuals: int, budget_bytes: float) -> int:
-    """SNPs per chunk whose int8 genotypes take about ``budget_bytes`` (a multiple of 64).
+    """SNPs per chunk (a multiple of 64) for about ``budget_bytes`` of int8 genotypes.
 
     Examples
     --------
@@ -47,7 +47,7 @@ def chunk_snps_for(n_individuals: int, budget_bytes: float) -> int:
 
 
 class StreamedChunks(ABC):
-    """Chosen individuals and SNPs of a genotype file, decoded one chunk of SNPs at a time.
+    """Chosen individuals and SNPs of a genotype file, decoded a chunk of SNPs at a time.
 
     An abstract base: subclasses implement :meth:`_decode_into` for their format.
 
@@ -113,7 +113,8 @@ class StreamedChunks(ABC):
         dropped, else counted when first needed.
         """
         pick_rows = self.rows if rows is None else self.rows[np.asarray(rows)]
-        pick_columns = self.columns if columns is None else self.columns[np.asarray(columns)]
+        pick_columns = (self.columns if columns is None
+                        else self.columns[np.asarray(columns)])
         known = self._n_observed
         if n_observed is None and columns is None and known is not None:
             n_observed = known if rows is None else known[np.asarray(rows)]
@@ -130,14 +131,15 @@ class StreamedChunks(ABC):
         width = stop - start
         if self._dosage is None:
             self._dosage = np.empty(self.n_individuals * self.chunk_snps, dtype=np.int8)
-        out = self._dosage[: self.n_individuals * width].reshape(self.n_individuals, width)
+        out = self._dosage[: self.n_individuals * width].reshape(
+            self.n_individuals, width)
         with reading(self.path, "a genotype file"):
             self._decode_into(out, 0, start, stop)
         return out
 
     @abstractmethod
     def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
-        """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
+        """Decode kept SNPs ``start:stop`` into ``out``, columns ``offset`` onward."""
 
     def map(self, function, P, *shared) -> list:
         """``function(chunk, P[start:stop], *shared)`` for every chunk, in order."""
@@ -187,10 +189,11 @@ class StreamedChunks(ABC):
 
 @dataclass
 class StreamedGenotypes:
-    """A filtered genotype file whose genotypes stay on disk (:func:`~admixspec.io.reader.open_streamed`).
+    """A filtered genotype file whose genotypes stay on disk.
 
-    The annotations of :class:`admixspec.core.genotypes.Genotypes` without the
-    dosage matrix; :attr:`chunks` reads it.
+    What :func:`~admixspec.io.reader.open_streamed` returns. The annotations
+    of :class:`admixspec.core.genotypes.Genotypes` without the dosage matrix;
+    :attr:`chunks` reads it.
 
     Attributes
     ----------
@@ -268,11 +271,12 @@ def _chunk_filters(chunks: StreamedChunks, options: dict):
 
 def filter_streamed(chunks: StreamedChunks, *, maf=0.0, geno=1.0, mind=1.0,
                     drop_monomorphic=True):
-    """:func:`admixspec.read_genotypes`'s filters on a streamed source, in two passes at most.
+    """:func:`admixspec.read_genotypes`'s filters on a streamed source.
 
-    ``mind`` on one pass over all SNPs, then ``geno``, the monomorphic filter
-    and ``maf`` (which look at one SNP at a time) chunk by chunk on a second
-    pass; LD pruning needs SNP windows in memory and is not offered here.
+    In two passes at most: ``mind`` on one pass over all SNPs, then ``geno``,
+    the monomorphic filter and ``maf`` (which look at one SNP at a time) chunk
+    by chunk on a second pass; LD pruning needs SNP windows in memory and is
+    not offered here.
 
     Returns
     -------

@@ -201,7 +201,8 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
         if not file_samples:
             raise InputError("has no samples (no genotype columns)", path=path)
         if not _header_has_gt(vcf):
-            raise InputError("has no GT (genotype) FORMAT field in its header", path=path)
+            raise InputError("has no GT (genotype) FORMAT field in its header",
+                             path=path)
         if samples is not None:
             rows = sample_rows(file_samples, samples, path, kind=None)
             keep = [file_samples[row] for row in rows]
@@ -216,7 +217,8 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
     if n_records == 0 and region is None:
         raise InputError("has no variant records (header only)", path=path)
     genotypes = Genotypes(
-        dosage=dosage, samples=np.asarray(file_samples), variants=variants, source=str(path)
+        dosage=dosage, samples=np.asarray(file_samples), variants=variants,
+        source=str(path),
     )
     genotypes.filter_log.extend(read_log_entries(skipped, n_records, ploidy_counts))
     return genotypes
@@ -377,7 +379,8 @@ def _vcf_header(genotypes: Genotypes, source: str) -> bytes:
     lines = ["##fileformat=VCFv4.2", f"##source={source}"]
     if len(variants):
         lengths = variants.groupby("chrom", sort=False)["pos"].max()
-        lines += [f"##contig=<ID={chrom},length={int(n)}>" for chrom, n in lengths.items()]
+        lines += [f"##contig=<ID={chrom},length={int(n)}>"
+                  for chrom, n in lengths.items()]
     lines.append('##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">')
     columns = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT"]
     lines.append("\t".join(columns + [str(s) for s in genotypes.samples]))

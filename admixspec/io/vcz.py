@@ -28,9 +28,9 @@ import pandas as pd
 
 from ..core.exceptions import InputError, import_optional
 from ..core.genotypes import Genotypes
+from .calls import SNP_BASES, decode_calls, read_log_entries
 from .common import region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
-from .calls import SNP_BASES, decode_calls, read_log_entries
 from .zarr_metadata import check_arrays, present_arrays
 
 __all__ = ["VczChunks", "is_vcz", "open_streamed_vcz", "read_vcz", "store_shape"]
@@ -171,7 +171,11 @@ def _variant_table(store, columns, alleles, chrom, positions) -> pd.DataFrame:
 
 
 def _decode_calls(block: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Dosage (variants, samples) of REF from ``call_genotype`` rows (variants, samples, ploidy)."""
+    """REF dosage (variants, samples) of ``call_genotype`` rows ``block``.
+
+    ``block`` is (variants, samples, ploidy); ``counts`` accumulates the
+    haploid, half and polyploid call counts (in place).
+    """
     # the VCF decoder's layout: alleles then a trailing phase column
     padded = np.concatenate([block, np.zeros_like(block[..., :1])], axis=-1)
     return decode_calls(padded, counts)
@@ -314,7 +318,7 @@ class VczChunks(StreamedChunks):
         self._span = (0, 0, None)  # (first, stop, calls) of the store rows last read
 
     def _store_rows(self, first: int, last: int) -> tuple[int, np.ndarray]:
-        """Store rows ``first..last`` (all samples): ``(offset, calls)`` with them inside."""
+        """Store rows ``first..last`` (all samples): ``(offset, calls)`` holding them."""
         span_first, span_stop, calls = self._span
         if not (span_first <= first and last < span_stop):
             if self._calls is None:
@@ -327,7 +331,7 @@ class VczChunks(StreamedChunks):
         return span_first, calls
 
     def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
-        """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
+        """Decode kept SNPs ``start:stop`` into ``out``, columns ``offset`` onward."""
         wanted = self.columns[start:stop]
         span_first, calls = self._store_rows(int(wanted[0]), int(wanted[-1]))
         block = calls[wanted - span_first]

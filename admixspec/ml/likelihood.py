@@ -63,14 +63,15 @@ class Engine:
     set-up per pass. Every pass runs through the source's
     :meth:`~admixspec.core.chunks.GenotypeChunks.map`: the kernels run on each
     chunk of SNPs with that chunk's P rows, and the per-individual statistics
-    are summed over chunks. Call inside :func:`admixspec.core.threads.thread_limit` to control the
-    thread count.
+    are summed over chunks. Call inside
+    :func:`admixspec.core.threads.thread_limit` to control the thread count.
 
     Parameters
     ----------
     G : numpy.ndarray, int8, shape (n_individuals, n_snps), or GenotypeChunks
-        Checked dosage (see :func:`admixspec.core.genotypes.check_dosage`), held in memory as one
-        chunk, or a chunked source (e.g. streamed from a ``.bed`` file).
+        Checked dosage (see :func:`admixspec.core.genotypes.check_dosage`),
+        held in memory as one chunk, or a chunked source (e.g. streamed from
+        a ``.bed`` file).
     K : int
         Number of components.
     """
@@ -105,8 +106,8 @@ class Engine:
             swept = np.zeros(self.n_blocks)
             swept[blocks] = 1.0
             per_snp = np.hstack([P, np.repeat(swept, self.lengths)[:, None]])
-        rows, (acc, swept_obs, ll) = map_sum(self.chunks, _chunk_em, per_snp, Q, update_p,
-                                             want_ll, blocks is not None)
+        rows, (acc, swept_obs, ll) = map_sum(self.chunks, _chunk_em, per_snp, Q,
+                                             update_p, want_ll, blocks is not None)
         P_new = join_rows(rows, P) if update_p else P
         self.passes += 1 if blocks is None else len(blocks) / self.n_blocks
         if update_q:
@@ -134,7 +135,7 @@ engine_factory: contextvars.ContextVar = contextvars.ContextVar(
 
 
 def make_engine(G, K: int):
-    """The likelihood engine of ``G``: the CPU's, or the one :data:`engine_factory` makes.
+    """The likelihood engine of ``G``: the CPU's, or what :data:`engine_factory` makes.
 
     Parameters
     ----------
@@ -162,7 +163,7 @@ def join_rows(parts, P):
 
 
 def _chunk_loglik(G, P, Q):
-    """Log-likelihood of (Q, P) on one chunk of SNPs (a :meth:`GenotypeChunks.map` task)."""
+    """Log-likelihood of (Q, P) on a chunk of SNPs (:meth:`GenotypeChunks.map` task)."""
     starts, lengths = snp_blocks(G.shape[1])
     return loglik_kernel(G, P, Q, starts, lengths, numba.get_num_threads()).sum()
 
@@ -177,10 +178,12 @@ def _swept_blocks(swept):
     edges = np.diff(np.concatenate([[0], swept.astype(np.int8), [0]]))
     run_starts = np.flatnonzero(edges == 1)
     run_stops = np.flatnonzero(edges == -1)
-    pieces = [snp_blocks(stop - start) for start, stop in zip(run_starts, run_stops)]
+    pieces = [snp_blocks(stop - start)
+              for start, stop in zip(run_starts, run_stops, strict=True)]
     if not pieces:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    starts = np.concatenate([s + start for (s, _), start in zip(pieces, run_starts)])
+    starts = np.concatenate([s + start for (s, _), start
+                             in zip(pieces, run_starts, strict=True)])
     lengths = np.concatenate([length for _, length in pieces])
     return starts.astype(np.int64), lengths.astype(np.int64)
 
@@ -203,7 +206,8 @@ def _chunk_em(G, rows, Q, update_p, want_ll, flagged):
     m, K = Q.shape
     Q_acc, n_obs = np.zeros((T, m, K)), np.zeros((T, m))
     P_new = P.copy() if update_p else P
-    ll = em_kernel(G, P, Q, starts, lengths, P_new, Q_acc, n_obs, update_p, want_ll).sum()
+    ll = em_kernel(G, P, Q, starts, lengths, P_new, Q_acc, n_obs, update_p,
+                   want_ll).sum()
     return (P_new if update_p else None), (Q_acc.sum(axis=0), n_obs.sum(axis=0), ll)
 
 

@@ -50,7 +50,8 @@ class PGivenQ(NamedTuple):
     passes: int
 
 
-def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None) -> PGivenQ:
+def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None,
+               engine=None) -> PGivenQ:
     """Allele frequencies for a fixed Q by maximum likelihood: least squares, then EM on P.
 
     Every EM step raises the likelihood; the steps stop when one gains less
@@ -67,13 +68,16 @@ def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None) -> PGive
     max_passes : int
     relative_tol : float
     threads : int, optional
+    engine : Engine, optional
+        An engine already holding ``G`` to run the EM passes on (a GPU's,
+        say); default the CPU's.
 
     Returns
     -------
     PGivenQ
     """
     with thread_limit(threads):
-        engine = Engine(G, Q.shape[1])
+        engine = Engine(G, Q.shape[1]) if engine is None else engine
         # through the engine's chunks: G placed once (a Dask cluster would take it twice)
         P = np.clip(least_squares_p(engine.chunks, Q), P_MIN, P_MAX)
         previous = -np.inf
@@ -131,14 +135,15 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
     >>> float(abs(Q - sim.Q).mean()) < 0.03
     True
     """
-    G = dosage
+    G = dosage  # or, from a streamed fit (unchecked), a GenotypeChunks source
+    m, n = G.shape if isinstance(G, np.ndarray) else (G.n_individuals, G.n_snps)
     P = np.clip(np.array(P, dtype=np.float64, order="C", ndmin=2), P_MIN, P_MAX)
-    if P.shape[0] != G.shape[1]:
-        raise UsageError(f"P has {P.shape[0]} rows but the data have {G.shape[1]} SNPs")
+    if P.shape[0] != n:
+        raise UsageError(f"P has {P.shape[0]} rows but the data have {n} SNPs")
     with thread_limit(threads):
         Q = least_squares_q(G, P) if Q0 is None else clip_proportions(np.array(Q0, dtype=np.float64))
-        if Q.shape != (G.shape[0], P.shape[1]):
-            raise UsageError(f"Q0 must have shape {(G.shape[0], P.shape[1])}")
+        if Q.shape != (m, P.shape[1]):
+            raise UsageError(f"Q0 must have shape {(m, P.shape[1])}")
         engine = make_engine(G, P.shape[1])  # the engine a back end set, else the CPU's
         fit = accelerated_em(engine, Q, P, tol=tol, max_iter=max_iter, update_p=False,
                              callback=callback)

@@ -6,6 +6,14 @@ engine in :mod:`admixspec.backends.gpu.engine` (imported on first use, since
 importing numba.cuda costs time and a driver look-up).
 """
 
-from .device import DEVICES, cuda_status, default_device, make_engine, resolve_device
+from .device import (
+    DEVICES,
+    cuda_status,
+    current_device,
+    default_device,
+    make_engine,
+    resolve_device,
+)
 
-__all__ = ["DEVICES", "cuda_status", "default_device", "make_engine", "resolve_device"]
+__all__ = ["DEVICES", "cuda_status", "current_device", "default_device", "make_engine",
+           "resolve_device"]

@@ -11,6 +11,7 @@ CPU engine.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -21,12 +22,16 @@ from ...core.exceptions import MissingDependencyError, UsageError
 from ...ml.likelihood import Engine, engine_factory
 from .numba_cuda import import_cuda
 
-__all__ = ["DEVICES", "cuda_status", "default_device", "make_engine", "resolve_device"]
+__all__ = ["DEVICES", "cuda_status", "current_device", "default_device",
+           "free_device_memory", "make_engine", "resolve_device"]
 
 logger = logging.getLogger("admixspec")
 
 #: The accepted values of ``device``.
 DEVICES = ("auto", "cpu", "cuda")
+# The device the enclosing default_device block resolved to (current_device).
+_resolved: contextvars.ContextVar = contextvars.ContextVar("admixspec_device",
+                                                          default="cpu")
 
 
 def _simulated() -> bool:
@@ -123,11 +128,13 @@ def default_device(device: str | None):
         yield
         return
     device = "auto" if device is None else device
-    resolve_device(device)  # fail now, not at the first fit
+    resolved = resolve_device(device)  # fail now, not at the first fit
     token = engine_factory.set(functools.partial(make_engine, device=device))
+    resolved_token = _resolved.set(resolved)
     try:
         yield
     finally:
+        _resolved.reset(resolved_token)
         engine_factory.reset(token)
 
 
@@ -136,9 +143,9 @@ def make_engine(G, K: int, device: str = "auto"):
 
     Parameters
     ----------
-    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
-        Checked dosage (or, for the CPU, any source
-        :class:`admixspec.ml.likelihood.Engine` accepts).
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps), or GenotypeChunks
+        Checked dosage, or genotypes streamed from disk (the GPU engine copies
+        them to the device once, one chunk of SNPs at a time).
     K : int
         Number of components.
     device : {"auto", "cpu", "cuda"}
@@ -146,24 +153,54 @@ def make_engine(G, K: int, device: str = "auto"):
     Returns
     -------
     admixspec.ml.likelihood.Engine or admixspec.backends.gpu.engine.CudaEngine
-        The choice is logged at INFO on logger ``"admixspec"``. Genotypes not
-        held in memory (a chunked source) go to the CPU under ``"auto"``.
+        The choice is logged at INFO on logger ``"admixspec"``. Under
+        ``"auto"``, genotypes that would not fit the GPU's free memory
+        (:meth:`~admixspec.backends.gpu.engine.CudaEngine.device_bytes`) go to
+        the CPU.
 
     Raises
     ------
     UsageError
-        As :func:`resolve_device`; ``"cuda"`` for genotypes not in memory.
+        As :func:`resolve_device`; ``"cuda"`` for genotypes the GPU cannot
+        hold.
     """
     on_gpu = resolve_device(device) == "cuda"
-    if on_gpu and not isinstance(G, np.ndarray):  # e.g. streamed from disk
-        if device == "cuda":
-            raise UsageError("device='cuda' needs the genotypes in memory; genotypes "
-                             "streamed from disk are fitted on the CPU")
-        on_gpu = False
+    if on_gpu:
+        from .engine import CudaEngine
+
+        m, n = (G.shape if isinstance(G, np.ndarray) else (G.n_individuals, G.n_snps))
+        need, free = CudaEngine.device_bytes(m, n, K), free_device_memory()
+        if need > free:
+            message = (f"{m} x {n} genotypes need about {need / 2**30:.1f} GiB of GPU "
+                       f"memory, {free / 2**30:.1f} GiB are free")
+            if device == "cuda":
+                raise UsageError(f"device='cuda': {message} (genotypes larger than "
+                                 "the GPU's memory are not supported yet)")
+            logger.info("%s: the likelihood passes run on the CPU", message)
+            on_gpu = False
     if not on_gpu:
         logger.info("likelihood engine: CPU")
         return Engine(G, K)
-    from .engine import CudaEngine
-
     logger.info("likelihood engine: CUDA (%s)", cuda_status()[1])
     return CudaEngine(G, K)
+
+
+def free_device_memory() -> float:
+    """Bytes free on the current CUDA device (infinite under numba's simulator)."""
+    return float(import_cuda().current_context().get_memory_info()[0])
+
+
+def current_device() -> str:
+    """``"cpu"`` or ``"cuda"``: where fits in the enclosing :func:`default_device` run.
+
+    ``"cpu"`` outside any such block (a fit made there uses the CPU engine).
+
+    Examples
+    --------
+    >>> current_device()
+    'cpu'
+    >>> with default_device("cpu"):
+    ...     current_device()
+    'cpu'
+    """
+    return _resolved.get()

@@ -26,7 +26,8 @@ from ...core.parameters import clip_proportions
 from ...ml._kernels.newton import triangle_pairs
 from ...ml.likelihood import Engine
 from ...ml.newton import BlockNewton
-from .kernels import THREADS_PER_BLOCK, cuda, kernels, pack_rows, sum_chunks, zeros
+from .kernels import THREADS_PER_BLOCK, cuda, kernels, sum_chunks, zeros
+from .transfer import packed_bytes, to_device
 
 __all__ = ["CudaBlockNewton", "CudaEngine"]
 
@@ -134,8 +135,11 @@ class CudaEngine(Engine):
 
     Parameters
     ----------
-    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
-        Checked dosage (see :func:`admixspec.ml.likelihood.check_dosage`).
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps), or GenotypeChunks
+        Checked dosage (see :func:`admixspec.ml.likelihood.check_dosage`), or
+        genotypes streamed from disk (:class:`admixspec.io.streamed.StreamedChunks`;
+        a ``.bed`` travels in its own bytes), copied to the device once,
+        one chunk of SNPs at a time (:func:`admixspec.backends.gpu.transfer.to_device`).
     K : int
         Number of components.
     rows_per_thread, cols_per_thread : int, optional
@@ -146,7 +150,9 @@ class CudaEngine(Engine):
     Notes
     -----
     Device memory: half a byte per genotype (2 bits in each orientation) plus
-    O((individuals + SNPs) K^2) float64 statistics.
+    O((individuals + SNPs) K^2) float64 statistics (:meth:`device_bytes`).
+    Host memory: one chunk of SNPs while the genotypes are copied, then
+    O((individuals + SNPs) K) per pass (Q, P and their statistics).
     """
 
     #: The block-relaxation map for this engine (see :mod:`admixspec.ml.refine`).
@@ -158,11 +164,25 @@ class CudaEngine(Engine):
         self.rows = _chunk_length(self.n, self.m, rows_per_thread)
         self.cols = _chunk_length(self.m, self.n, cols_per_thread)
         self.kernels = kernels(self.K)
-        self.d_G = cuda.to_device(pack_rows(G))
-        self.d_GT = cuda.to_device(pack_rows(G, transpose=True))
+        self.d_G, self.d_GT = to_device(G, self.chunks)
         self.d_all = cuda.to_device(np.arange(self.n, dtype=np.int64))
         tri_r, tri_c = triangle_pairs(self.K)
         self.d_tri = (cuda.to_device(tri_r), cuda.to_device(tri_c))
+
+    @staticmethod
+    def device_bytes(n_individuals: int, n_snps: int, K: int) -> int:
+        """Device memory an engine for these genotypes takes, about (bytes).
+
+        The packed genotypes (:func:`admixspec.backends.gpu.transfer.packed_bytes`),
+        the largest pass's chunked sums (block relaxation's P statistics:
+        ``2 K + K (K + 1) / 2 + 1`` float64 per SNP and chunk of individuals,
+        at least :data:`TARGET_THREADS` threads' worth), and Q and P with
+        their updates (four copies each).
+        """
+        per_thread = 2 * K + K * (K + 1) // 2 + 1
+        sums = 8 * per_thread * max(n_snps, n_individuals, TARGET_THREADS)
+        parameters = 32 * K * (n_individuals + n_snps)
+        return packed_bytes(n_individuals, n_snps) + sums + parameters
 
     def _columns(self, blocks):
         """Device array of the SNP indices in the given blocks (all SNPs for None)."""

@@ -43,7 +43,8 @@ from .numba_cuda import import_cuda
 
 cuda = import_cuda()
 
-__all__ = ["THREADS_PER_BLOCK", "cuda", "kernels", "pack_rows", "sum_chunks", "zeros"]
+__all__ = ["MISSING_CODE", "THREADS_PER_BLOCK", "bed_rows", "cuda", "kernels",
+           "pack_rows", "sum_chunks", "transpose_packed", "zeros"]
 
 #: Threads per block of every kernel.
 THREADS_PER_BLOCK = 128
@@ -147,6 +148,61 @@ def pack_rows(G: np.ndarray, *, transpose: bool = False) -> np.ndarray:
 def _genotype(packed, row, col):
     """The genotype code (0, 1, 2, or 3 = missing) at (row, col) of a packed matrix."""
     return (packed[row, col >> 2] >> ((col & 3) * 2)) & 3
+
+
+@cuda.jit
+def bed_rows(raw, picks, rows, codes, out, first):
+    """Rows ``first`` on of ``out`` (SNPs x individuals, packed) from a ``.bed``'s bytes.
+
+    ``out[first + s]`` is SNP row ``picks[s]`` of ``raw`` (the file's SNP-major
+    rows, all its individuals four to a byte) with only the kept individuals
+    ``rows``, in that order, each 2-bit code ``c`` replaced by ``codes[c]``
+    (PLINK's order to this module's: dosage, :data:`MISSING_CODE` for missing);
+    individuals past the last read as missing. One thread per output byte;
+    the threads of a warp write neighbouring bytes of a row.
+    """
+    x = cuda.grid(1)
+    width = out.shape[1]
+    s = x // width
+    if s >= picks.shape[0]:
+        return
+    b = x - s * width
+    line = picks[s]
+    byte = 0
+    for t in range(4):
+        r = 4 * b + t
+        code = MISSING_CODE
+        if r < rows.shape[0]:
+            code = codes[_genotype(raw, line, rows[r])]
+        byte |= code << (2 * t)
+    out[first + s, b] = byte
+
+
+@cuda.jit
+def transpose_packed(GT, b0, b1, G):
+    """Bytes ``b0:b1`` of each row of ``G`` (individuals x SNPs), from ``GT`` = ``G.T``.
+
+    Both packed as :func:`pack_rows` packs them; byte ``b`` of row ``i`` of ``G``
+    holds SNPs ``4b .. 4b + 3`` of individual ``i`` (missing past the last
+    SNP), so SNP rows ``4 b0 .. 4 b1 - 1`` of ``GT`` must be filled. Thread
+    ``x`` makes individual ``x % m``'s byte ``b0 + x // m``: a warp reads
+    neighbouring bytes of one ``GT`` row.
+    """
+    x = cuda.grid(1)
+    m = G.shape[0]
+    b = b0 + x // m
+    if b >= b1:
+        return
+    i = x - (b - b0) * m
+    n = GT.shape[0]
+    byte = 0
+    for t in range(4):
+        j = 4 * b + t
+        code = MISSING_CODE
+        if j < n:
+            code = _genotype(GT, j, i)
+        byte |= code << (2 * t)
+    G[i, b] = byte
 
 
 @cuda.jit

@@ -1,0 +1,222 @@
+"""Choice statistics tried against the default's rule and not kept (issue 19).
+
+Every candidate is evaluated on the cached fits of ``benchmarks/choice_grid.py``
+(no refit): calibrated on replicate 1 of the grid and of the realistic suite,
+reported on the other replicates. docs/method.md ("Tried and not kept") quotes
+the output.
+
+``rules``
+    The current rule, then:
+
+    * **a spread gate** -- keep the spectral estimate when the spectral Q's
+      spread (mean distance of the individuals from their mean ancestry, over
+      the distance from the simplex's centre to a corner) is under a threshold,
+      alone or only where the anchor count also finds no anchors;
+    * **anchor thresholds that grow with the sample**, ``c * m**beta``
+      individuals within each radius of the extremes (a cloud of more
+      individuals puts more near its extremes by chance).
+``mlfit``
+    Statistics of the *final* ML fit from the spectral start (what a few ML
+    iterations could at best show), per cell at 200 individuals of the
+    coalescent data.
+``realdata``
+    The spread of the spectral Q on the HapMap3 tutorial (K = 2-5) and 1000
+    Genomes phase 1 (K = 2-8): the real array data the default must fit by ML.
+
+Usage::
+
+    python benchmarks/choice_tried.py rules
+    python benchmarks/choice_tried.py mlfit
+    python benchmarks/choice_tried.py realdata
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import choice_grid  # the grid's data sets and cached fits
+
+from admixspec import fit_admixture, read_genotypes
+from admixspec.fit.choice import (
+    ANCHOR_RADIUS,
+    MIN_NEAR_EXTREME,
+    MIN_RARE_SHARE,
+    extreme_neighbours,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+REALDATA = {
+    "hapmap3": (ROOT.parent / "shared/realdata/hapmap3_admixture_tutorial/hapmap3.bed",
+                range(2, 6)),
+    "1kg": (ROOT.parent / "shared/realdata/1kg_phase1_1092_flashpca/"
+            "1kg.ref.phase1_release_v3.20101123_thinned_autosomal_overlap.bed",
+            range(2, 9)),
+}
+RADII = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
+BETAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+SPREADS = tuple(np.round(np.arange(0.04, 0.205, 0.01), 2))
+
+
+def spread(Q):
+    """Mean distance of Q's rows from their mean, over ``sqrt(1 - 1/K)``."""
+    centred = Q - Q.mean(axis=0)
+    return float(np.sqrt(np.einsum("ij,ij->i", centred, centred)).mean()
+                 / np.sqrt(1 - 1 / Q.shape[1]))
+
+
+def features():
+    """One dict per cached fit: errors, rare share, spread, anchor counts."""
+    out = []
+    for cell in choice_grid.cells() + choice_grid.suite_cells():
+        for replicate in range(1, 6):
+            cached = choice_grid.cached_fit(cell, replicate)
+            if cached is None:
+                continue
+            row, arrays = cached
+            Q = arrays["Q_spectral"]
+            item = {"cell": row["cell"], "replicate": replicate,
+                    "suite": cell[0] == "suite", "m": len(Q),
+                    "spectral": row["spectral_error"], "ml": row["ml_error"],
+                    "rare": row["rare_allele_share"], "spread": spread(Q)}
+            for radius in RADII:
+                item[radius] = int(extreme_neighbours(Q, radius=radius)[1].min())
+            out.append(item)
+    return out
+
+
+def score(rule, items):
+    """(within 1.1x, within 1.25x, mean log ratio, cells whose mean is over 1.1x)."""
+    chosen = np.array([item["ml"] if rule(item) else item["spectral"]
+                       for item in items])
+    spectral = np.array([item["spectral"] for item in items])
+    ml = np.array([item["ml"] for item in items])
+    ratios = chosen / np.minimum(spectral, ml)
+    failing = []
+    for name in dict.fromkeys(item["cell"] for item in items):
+        mask = np.array([item["cell"] == name for item in items])
+        if chosen[mask].mean() > 1.1 * min(spectral[mask].mean(), ml[mask].mean()):
+            failing.append(name)
+    return (float(np.mean(ratios <= 1.1)), float(np.mean(ratios <= 1.25)),
+            float(np.mean(np.log(ratios))), failing)
+
+
+def line(label, rule, items):
+    """One rule's scores on calibration and on the reported replicates."""
+    groups = {"calibration": [i for i in items if i["replicate"] == 1],
+              "grid reported": [i for i in items if i["replicate"] > 1
+                                and not i["suite"]],
+              "suite reported": [i for i in items if i["replicate"] > 1 and i["suite"]],
+              "all reported": [i for i in items if i["replicate"] > 1]}
+    parts = []
+    for group in groups.values():
+        w11, w125, log_ratio, failing = score(rule, group)
+        parts.append(f"{w11:.1%} / {w125:.1%} / {log_ratio:.4f} / {len(failing)}")
+    return f"| {label} | " + " | ".join(parts) + " |"
+
+
+def current(item, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME):
+    """The rule of admixspec.fit.choice (True: ML)."""
+    return item["rare"] < MIN_RARE_SHARE or item[radius] >= min_near
+
+
+def calibrate(make_rule, grid, items):
+    """The grid point with the lowest calibration mean log ratio, and its score."""
+    calibration = [i for i in items if i["replicate"] == 1]
+    scores = [score(make_rule(*point), calibration)[2] for point in grid]
+    best = int(np.argmin(scores))
+    return grid[best], scores[best]
+
+
+def run_rules(args):
+    items = features()
+    print(f"{len(items)} cached fits\n")
+    print("Per group: within 1.1x / within 1.25x of the better estimator / mean log "
+          "ratio / cells whose mean is over 1.1x.\n")
+    print("| rule | calibration | grid reported | suite reported | all reported |")
+    print("|---|---|---|---|---|")
+    print(line("current (rare < 0.3 or 6 within 0.2)", current, items))
+    for name, make in (
+            ("spread gate", lambda t: lambda i: i["spread"] >= t and current(i)),
+            ("spread gate, unanchored only",
+             lambda t: lambda i: i[ANCHOR_RADIUS] >= MIN_NEAR_EXTREME
+             or (i["rare"] < MIN_RARE_SHARE and i["spread"] >= t))):
+        calibration = [item for item in items if item["replicate"] == 1]
+        scores = np.array([score(make(t), calibration)[2] for t in SPREADS])
+        smooth = np.convolve(np.pad(scores, 1, mode="edge"), np.ones(3) / 3, "valid")
+        t = SPREADS[int(np.argmin(smooth))]
+        print(line(f"{name}, threshold {t:.2f} (calibrated, neighbour-averaged)",
+                   make(t), items))
+    grid = [(radius, beta, c) for radius in RADII for beta in BETAS
+            for c in np.exp(np.linspace(np.log(0.005), np.log(20), 60))]
+    (radius, beta, c), _ = calibrate(
+        lambda radius, beta, c: lambda i: i["rare"] < MIN_RARE_SHARE
+        or i[radius] >= c * i["m"] ** beta, grid, items)
+    print(line(f"anchors >= {c:.3g} m^{beta:g} within {radius:g} (calibrated)",
+               lambda i: i["rare"] < MIN_RARE_SHARE or i[radius] >= c * i["m"] ** beta,
+               items))
+    print("\nBalding-Nichols alpha = 10 data sets, spread and anchors:")
+    for item in items:
+        if item["cell"].startswith("bn-a10-") and item["cell"].endswith(("u0", "u10")):
+            print(f"  {item['cell']}/{item['replicate']}: spread {item['spread']:.3f}, "
+                  f"near-extreme {item[ANCHOR_RADIUS]}, "
+                  f"spectral {item['spectral']:.3f}, ML {item['ml']:.3f}")
+
+
+def run_mlfit(args):
+    print("| cell | n | spectral / ML error | near-extreme, spectral / ML Q | "
+          "on the boundary, spectral / ML Q | mean abs(Q_ML - Q_spectral) |")
+    print("|---|---|---|---|---|---|")
+    for cell in choice_grid.cells() + choice_grid.suite_cells():
+        stats = []
+        for replicate in range(1, 6):
+            cached = choice_grid.cached_fit(cell, replicate)
+            if cached is None or cached[0]["individuals"] != 200 \
+                    or cached[0]["rare_allele_share"] < MIN_RARE_SHARE:
+                continue
+            row, arrays = cached
+            Qs, Qm = arrays["Q_spectral"], arrays["Q_ml"]
+            stats.append([row["spectral_error"], row["ml_error"],
+                          extreme_neighbours(Qs)[1].min(),
+                          extreme_neighbours(Qm)[1].min(),
+                          np.mean((Qs < 1e-3).any(axis=1)),
+                          np.mean((Qm < 1e-3).any(axis=1)), np.abs(Qm - Qs).mean()])
+        if stats:
+            s = np.mean(stats, axis=0)
+            print(f"| {choice_grid.cell_name(cell)} | {len(stats)} | {s[0]:.3f} / "
+                  f"{s[1]:.3f} | {s[2]:.1f} / {s[3]:.1f} | {s[4]:.2f} / {s[5]:.2f} | "
+                  f"{s[6]:.3f} |")
+
+
+def run_realdata(args):
+    for name, (path, Ks) in REALDATA.items():
+        genotypes = read_genotypes(str(path))
+        for K in Ks:
+            cpu = time.process_time()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = fit_admixture(genotypes, K, seed=0, refine=False, threads=1)
+            near = extreme_neighbours(result.Q)[1]
+            print(json.dumps({"data": name, "K": K, "spread": spread(result.Q),
+                              "near_extreme": near.tolist(),
+                              "rare_allele_share":
+                                  result.diagnostics.get("rare_allele_share"),
+                              "cpu": time.process_time() - cpu}), flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("stage", choices=("rules", "mlfit", "realdata"))
+    args = parser.parse_args(argv)
+    {"rules": run_rules, "mlfit": run_mlfit, "realdata": run_realdata}[args.stage](args)
+
+
+if __name__ == "__main__":
+    main()
