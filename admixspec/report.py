@@ -679,8 +679,8 @@ def report_html(prefix, *, labels=None, sample_ids=None, population_order=None,
     from bokeh.layouts import column, row
     from bokeh.resources import INLINE
 
-    from .io.results import read_population_labels
     from .fit.modes import align_mode_panels
+    from .io.results import read_population_labels
     from .plot import ancestry_palette
 
     panels, infos = _load_panels(prefix, Ks)

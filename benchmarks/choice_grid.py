@@ -68,24 +68,23 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import realistic_suite  # noqa: E402 - the suite's simulators and cached data
-from realistic_suite import simulate_mosaic  # noqa: E402
+import realistic_suite
+from realistic_suite import simulate_mosaic
 
-from admixspec.fit.choice import (  # noqa: E402 - the rule under test
-    ANCHOR_RADIUS,
-    MIN_NEAR_EXTREME,
-    MIN_RARE_SHARE,
-    choose_estimator,
-    extreme_neighbours,
-)
-from admixspec.ml.project import maximize_p  # noqa: E402 - timed alone
-from admixspec import (  # noqa: E402
+from admixspec import (
     ConvergenceWarning,
     fit_admixture,
     fit_ml,
     q_error,
     simulate_balding_nichols,
 )
+from admixspec.fit.choice import (
+    ANCHOR_RADIUS,
+    MIN_NEAR_EXTREME,
+    MIN_RARE_SHARE,
+    choose_estimator,
+)
+from admixspec.ml.project import maximize_p
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / "results" / "choice_grid"

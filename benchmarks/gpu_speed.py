@@ -122,7 +122,7 @@ def _fit_child(path, K, threads, device, queue):
         fit = admixspec.fit_admixture(G, K, method="ml", seed=SEED, threads=threads,
                                       device=device)
         queue.put((fit.Q, fit.P, time.perf_counter() - t, f"{fit.n_iter} iterations"))
-    except Exception as error:  # noqa: BLE001 - reported as the row's note
+    except Exception as error:
         queue.put(f"failed: {error}")
 
 
@@ -140,7 +140,7 @@ def admixspec_cpu(G, K, threads, timeout, workdir):
     child.start()
     try:
         out = queue.get(timeout=timeout)
-    except Exception:  # noqa: BLE001 - queue.Empty: the fit outlasted the timeout
+    except Exception:
         out = f"timed out after {timeout:.0f} s"
     child.kill()
     child.join()

@@ -48,8 +48,8 @@ import numpy as np
 
 from admixspec import fit_admixture
 from admixspec.core.filters import filter_indep_pairwise
-from admixspec.io import read_genotypes, read_q, write_plink
 from admixspec.core.metrics import q_error
+from admixspec.io import read_genotypes, read_q, write_plink
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 DATASETS = {

@@ -10,10 +10,10 @@ import pytest
 import admixspec.fit.default as default_path
 from admixspec import InputError, UsageError, simulate_balding_nichols
 from admixspec.core.metrics import q_error
-from admixspec.ml.likelihood import loglikelihood
-from admixspec.ml.refine import fit_ml
 from admixspec.fit.admixture import fit_admixture
 from admixspec.fit.default import rare_allele_share
+from admixspec.ml.likelihood import loglikelihood
+from admixspec.ml.refine import fit_ml
 
 from .reference import simulate_structured
 

@@ -11,7 +11,8 @@ of each proportion, the two files ADMIXTURE writes as ``.Q_se`` and
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 

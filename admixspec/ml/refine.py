@@ -47,8 +47,9 @@ import logging
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 

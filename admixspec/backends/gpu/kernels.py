@@ -40,7 +40,6 @@ from ...ml._kernels import newton
 from ...ml._kernels.likelihood import LOG_EVERY
 from .numba_cuda import import_cuda
 
-
 cuda = import_cuda()
 
 __all__ = ["MISSING_CODE", "THREADS_PER_BLOCK", "bed_rows", "cuda", "kernels",
