@@ -21,7 +21,7 @@ def import_cuda():
     """
     added = not hasattr(np, "row_stack")
     if added:
-        np.row_stack = np.vstack
+        np.row_stack = np.vstack  # noqa: NPY201 - the shim sets the removed name
     try:
         from numba import cuda
 
@@ -29,5 +29,5 @@ def import_cuda():
             import numba.cuda.np.arrayobj  # noqa: F401 - registers the overloads
     finally:
         if added:
-            del np.row_stack
+            del np.row_stack  # noqa: NPY201 - and removes it again
     return cuda
