@@ -1,4 +1,4 @@
-"""The default estimator: the spectral estimate, then maximum likelihood where it is better.
+"""The default estimator: the spectral estimate, then ML where that is better.
 
 Paths (reported in :attr:`~admixspec.fit.result.AdmixtureResult.path` and the run log):
 

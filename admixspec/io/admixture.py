@@ -223,7 +223,8 @@ def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
     )
     if n_individuals is not None and len(labels) != n_individuals:
         raise InputError(
-            f"has {len(labels)} lines but the genotypes have {n_individuals} individuals",
+            f"has {len(labels)} lines but the genotypes have "
+            f"{n_individuals} individuals",
             path=path,
         )
     return labels

@@ -54,7 +54,7 @@ def _decode(raw, snps, rows, out, offset, lut):
 
 
 class BedChunks(StreamedChunks):
-    """Chosen individuals and SNPs of a ``.bed`` file, decoded one chunk of SNPs at a time.
+    """Chosen individuals and SNPs of a ``.bed`` file, decoded a chunk of SNPs at a time.
 
     Parameters
     ----------
@@ -73,7 +73,7 @@ class BedChunks(StreamedChunks):
         self._raw = None  # the byte buffer, allocated on the first read
 
     def _decode_into(self, out: np.ndarray, offset: int, start: int, stop: int):
-        """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset + stop - start]``."""
+        """Decode kept SNPs ``start:stop`` into ``out[:, offset:offset+stop-start]``."""
         for done, raw, picks in self._spans(start, stop):
             _decode(raw, picks, self.rows, out, offset + done, CODE_DOSAGE)
 
@@ -116,7 +116,8 @@ class BedChunks(StreamedChunks):
             done = 0
             while done < width:  # spans of file rows that fit the byte buffer
                 first = wanted[done]
-                count = int(np.searchsorted(wanted, first + len(self._raw), "left")) - done
+                count = int(np.searchsorted(wanted, first + len(self._raw),
+                                            "left")) - done
                 span = int(wanted[done + count - 1] - first) + 1
                 handle.seek(3 + int(first) * self.bytes_per_snp)
                 view = memoryview(self._raw[:span].reshape(-1))
@@ -155,7 +156,7 @@ def _count_lines(path, kind: str) -> int:
 
 
 def fileset_shape(path) -> tuple[int, int]:
-    """Individuals and variants of a PLINK 1 fileset, from its ``.fam``/``.bim`` line counts."""
+    """Individuals and variants of a PLINK 1 fileset (``.fam``/``.bim`` line counts)."""
     prefix = plink_prefix(path)
     return (_count_lines(str(prefix) + ".fam", ".fam"),
             _count_lines(str(prefix) + ".bim", ".bim"))

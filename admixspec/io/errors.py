@@ -120,7 +120,7 @@ def check_complete_rows(table, path, kind: str) -> None:
     Traceback (most recent call last):
     ...
     admixspec.core.exceptions.InputError: t.bim: record 2 of the .bim file has 1 of its 2 ...
-    """
+    """  # noqa: E501 - a doctest's exception line cannot be wrapped
     if table.empty:
         return
     blank = table.to_numpy(dtype=object) == ""

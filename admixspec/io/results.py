@@ -126,7 +126,7 @@ def read_population_labels(path, *, sample_ids=None) -> np.ndarray:
                 )
         labels = np.array([row[0] for row in fields], dtype=str)
         if sample_ids is not None:
-            by_id = dict(zip((row[1] for row in fields), labels))
+            by_id = dict(zip((row[1] for row in fields), labels, strict=True))
             missing = [s for s in map(str, sample_ids) if s not in by_id]
             if missing:
                 raise InputError(

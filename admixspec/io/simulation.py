@@ -29,7 +29,8 @@ def write_labels(path, samples, populations) -> None:
         raise UsageError("samples and populations must have the same length")
     with atomic_write(path) as handle:
         handle.write("sample_id\tpopulation\n")
-        handle.writelines(f"{s}\t{p}\n" for s, p in zip(samples, populations, strict=True))
+        handle.writelines(f"{s}\t{p}\n"
+                          for s, p in zip(samples, populations, strict=True))
 
 
 def write_simulation(sim, prefix, *, vcf: bool = True, plink: bool = True) -> list[Path]:

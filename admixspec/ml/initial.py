@@ -132,7 +132,8 @@ def svd_starts(G: np.ndarray, K: int, n_starts: int, *, seed=None, **options):
     if n_starts <= 1 or K == 1 or S[K - 2] >= SVD_GAP * S[K - 1]:
         return [first]
     others = np.random.SeedSequence(seed).spawn(n_starts - 1)
-    return [first] + [_svd_als(G, K, np.random.default_rng(s), **options)[0] for s in others]
+    return [first] + [_svd_als(G, K, np.random.default_rng(s), **options)[0]
+                      for s in others]
 
 
 #: Ratio of the (K-1)-th to the K-th singular value above which the SVD
@@ -141,8 +142,9 @@ def svd_starts(G: np.ndarray, K: int, n_starts: int, *, seed=None, **options):
 SVD_GAP = 1.2
 
 
-def _svd_als(G, K, seed, *, n_power: int = 4, als_iter: int = 500, als_tol: float = 1e-5):
-    """:func:`svd_init`'s start for one seed (or Generator), and the sketch's singular values."""
+def _svd_als(G, K, seed, *, n_power: int = 4, als_iter: int = 500,
+             als_tol: float = 1e-5):
+    """:func:`svd_init`'s start for one seed or Generator, with the singular values."""
     rng = np.random.default_rng(seed)
     m, n = G.shape
     f = allele_frequencies(G)
@@ -155,7 +157,7 @@ def _svd_als(G, K, seed, *, n_power: int = 4, als_iter: int = 500, als_tol: floa
 
 
 def _als(Us, V, f, P, als_iter, als_tol):
-    """Constrained ALS of ``1 f^T + Us V^T ~ Q P^T`` from ``P``: Q on the simplex, P in the box."""
+    """Constrained ALS of ``1 f^T + Us V^T ~ Q P^T`` from ``P``: Q simplex, P box."""
     m, K = Us.shape[0], P.shape[1]
 
     def q_step(P):

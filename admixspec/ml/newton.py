@@ -53,7 +53,8 @@ def _relax_chunk(G, P, Q, tri_r, tri_c, update_p):
     P_new = np.empty_like(P) if update_p else P
     ll, em_rows = relax_kernel(G, P, Q, starts, lengths, tri_r, tri_c, P_new, stats,
                                 update_p)
-    return (P_new if update_p else None), (stats.sum(axis=0), ll.sum(), int(em_rows.sum()))
+    return ((P_new if update_p else None),
+            (stats.sum(axis=0), ll.sum(), int(em_rows.sum())))
 
 
 class BlockNewton:

@@ -4,8 +4,9 @@
   path's allele frequencies);
 * :func:`project` — P fixed (e.g. a fitted reference panel), each
   individual's Q by maximum likelihood: the Q-only block-relaxation (Newton)
-  map of :mod:`admixspec.ml.newton`, accelerated, over SNP blocks in parallel. Individuals are independent given P, so a new
-  cohort is placed without influencing the reference.
+  map of :mod:`admixspec.ml.newton`, accelerated, over SNP blocks in parallel.
+  Individuals are independent given P, so a new cohort is placed without
+  influencing the reference.
 * :func:`fit_supervised` — ADMIXTURE's ``--supervised``: individuals with a
   reference-population label keep Q fixed at that population's one-hot vector
   (ADMIXTURE prints them as ``0.99999 0.00001``; here the same box value
@@ -29,8 +30,8 @@ from ..core.validation import Dosage, Interval, validate_params
 from .likelihood import Engine, make_engine
 from .refine import MLResult, _Fixed, accelerated_em
 
-__all__ = ["PGivenQ", "SupervisedResult", "UNKNOWN_LABELS", "fit_supervised", "maximize_p",
-           "project"]
+__all__ = ["PGivenQ", "SupervisedResult", "UNKNOWN_LABELS", "fit_supervised",
+           "maximize_p", "project"]
 
 
 class PGivenQ(NamedTuple):
@@ -52,7 +53,7 @@ class PGivenQ(NamedTuple):
 
 def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None,
                engine=None) -> PGivenQ:
-    """Allele frequencies for a fixed Q by maximum likelihood: least squares, then EM on P.
+    """Allele frequencies for a fixed Q by ML: least squares, then EM on P.
 
     Every EM step raises the likelihood; the steps stop when one gains less
     than ``relative_tol * |loglik|`` or after ``max_passes`` passes over the
@@ -82,7 +83,7 @@ def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None,
         P = np.clip(least_squares_p(engine.chunks, Q), P_MIN, P_MAX)
         previous = -np.inf
         passes = 0
-        for passes in range(1, max_passes + 1):
+        for passes in range(1, max_passes + 1):  # noqa: B007 - returned after the loop
             _, P_next, loglik = engine.em(Q, P, update_q=False)  # loglik of (Q, P)
             if loglik - previous < relative_tol * abs(loglik):
                 break
@@ -141,7 +142,8 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
     if P.shape[0] != n:
         raise UsageError(f"P has {P.shape[0]} rows but the data have {n} SNPs")
     with thread_limit(threads):
-        Q = least_squares_q(G, P) if Q0 is None else clip_proportions(np.array(Q0, dtype=np.float64))
+        Q = (least_squares_q(G, P) if Q0 is None
+             else clip_proportions(np.array(Q0, dtype=np.float64)))
         if Q.shape != (m, P.shape[1]):
             raise UsageError(f"Q0 must have shape {(m, P.shape[1])}")
         engine = make_engine(G, P.shape[1])  # the engine a back end set, else the CPU's
@@ -209,7 +211,8 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
     Examples
     --------
     >>> from admixspec import simulate_balding_nichols
-    >>> sim = simulate_balding_nichols(60, 2000, 2, fst=0.2, unadmixed_fraction=0.5, seed=4)
+    >>> sim = simulate_balding_nichols(60, 2000, 2, fst=0.2, unadmixed_fraction=0.5,
+    ...                                seed=4)
     >>> labels = [p if i < 30 else "-" for i, p in enumerate(sim.populations)]
     >>> res = fit_supervised(sim.genotypes.dosage, 2, labels)
     >>> res.populations, bool(res.Q[:30].max(axis=1).min() > 0.99)

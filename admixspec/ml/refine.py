@@ -231,7 +231,7 @@ def _extrapolate(x0, x1, x2, step_max):
     """SQUAREM S3 step length from three iterates (lists of arrays)."""
     r2 = 0.0
     v2 = 0.0
-    for a, b, c in zip(x0, x1, x2):
+    for a, b, c in zip(x0, x1, x2, strict=True):
         r = b - a
         v = c - 2.0 * b + a
         r2 += float(np.vdot(r, r))
@@ -281,8 +281,9 @@ class _Run:
         self._newton = None
 
     def em(self, Q, P, blocks=None, want_ll=True):
-        return self.engine.em(Q, P, blocks=blocks, update_p=self.update_p, want_ll=want_ll,
-                              Q_fixed_rows=None if self.fixed is None else self.fixed.pair)
+        fixed_rows = None if self.fixed is None else self.fixed.pair
+        return self.engine.em(Q, P, blocks=blocks, update_p=self.update_p,
+                              want_ll=want_ll, Q_fixed_rows=fixed_rows)
 
     def newton(self, Q, P):
         if self._newton is None:
@@ -481,7 +482,8 @@ def _minibatch_step(run, Q, P, chunk):
         alpha = _extrapolate([Q], [Q1], [Q2], step_max=64.0)
         return run.clean(_jump(Q, Q1, Q2, alpha), P)
     rows = np.concatenate([np.arange(s, s + n) for s, n in
-                           zip(engine.starts[chunk], engine.lengths[chunk])])
+                           zip(engine.starts[chunk], engine.lengths[chunk],
+                               strict=True)])
     alpha = _extrapolate([Q, P[rows]], [Q1, P1[rows]], [Q2, P2[rows]], step_max=64.0)
     Pn = P2  # rows outside the batch equal P
     Pn[rows] = _jump(P[rows], P1[rows], P2[rows], alpha)

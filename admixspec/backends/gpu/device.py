@@ -59,7 +59,7 @@ def cuda_status() -> tuple[str | None, str]:
         if not cuda.is_available():
             return None, "no CUDA driver or GPU found"
         name = cuda.get_current_device().name
-    except Exception as error:
+    except Exception as error:  # any driver failure means no GPU
         return None, f"CUDA failed to start ({str(error).splitlines()[0]})"
     return "gpu", name.decode() if isinstance(name, bytes) else str(name)
 

@@ -189,7 +189,8 @@ class CudaEngine(Engine):
         if blocks is None:
             return self.d_all
         cols = np.concatenate([np.arange(s, s + n) for s, n in
-                               zip(self.starts[blocks], self.lengths[blocks])])
+                               zip(self.starts[blocks], self.lengths[blocks],
+                                   strict=True)])
         return cuda.to_device(cols.astype(np.int64))
 
     def snp_logliks(self, d_Q, d_P):

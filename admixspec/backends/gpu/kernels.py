@@ -21,9 +21,10 @@ chunk order. No float atomics, whose order varies from run to run, so a GPU
 fit gives the same bits each time. All arithmetic is float64, as on the
 CPU, so a GPU fit reproduces a CPU fit (to rounding).
 
-The per-row constrained Newton solve (:func:`admixspec.ml._kernels.newton.constrained_newton_step`
-and its helpers) is not rewritten here: :func:`_device_twins` compiles the
-very same Python functions for the device.
+The per-row constrained Newton solve
+(:func:`admixspec.ml._kernels.newton.constrained_newton_step` and its helpers) is
+not rewritten here: :func:`_device_twins` compiles the very same Python
+functions for the device.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ _NEWTON_FUNCTIONS = ("constrained_newton_step", "active_set_step", "_free_step",
 
 
 def _device_twins():
-    """The Newton-step functions of :mod:`admixspec.ml._kernels.newton` as CUDA device functions.
+    """The Newton-step functions of :mod:`admixspec.ml._kernels.newton` on the device.
 
     Each function's Python source is compiled a second time, for the device,
     with a global namespace in which the functions it calls are their device
@@ -376,7 +377,7 @@ def kernels(K: int) -> types.SimpleNamespace:
 
     @cuda.jit(device=True, inline=True)
     def add_triangle(acc, offset, X, row, tri_r, tri_c, w):
-        """``acc[offset + s] += X[row, tri_r[s]] X[row, tri_c[s]] w`` for the NT pairs s."""
+        """``acc[offset + s] += X[row, tri_r[s]] X[row, tri_c[s]] w``, NT pairs s."""
         for s in range(NT):
             acc[offset + s] += X[row, tri_r[s]] * X[row, tri_c[s]] * w
 
@@ -470,7 +471,8 @@ def kernels(K: int) -> types.SimpleNamespace:
             gf = _dosage(G, i, j)
             if gf < 0.0:
                 continue
-            prod, ll, since = _log_step(prod, ll, since, _genotype_factor(gf, frequency(Q, i, p)))
+            prod, ll, since = _log_step(prod, ll, since,
+                                        _genotype_factor(gf, frequency(Q, i, p)))
         ll_snp[cuda.blockIdx.y, j] = ll + math.log(prod)
 
     @cuda.jit
@@ -554,7 +556,8 @@ def kernels(K: int) -> types.SimpleNamespace:
     def q_stats(GT, Q, P, tri_r, tri_c, span, stats):
         """Each individual's gradient and minus-Hessian triangle, chunk ``c`` of SNPs.
 
-        ``stats[c]`` (m, K + K(K+1)/2), as :func:`admixspec.ml._kernels.newton.q_statistics`.
+        ``stats[c]`` (m, K + K(K+1)/2), as
+        :func:`admixspec.ml._kernels.newton.q_statistics`.
         """
         i = cuda.grid(1)
         if i >= Q.shape[0]:

@@ -240,7 +240,7 @@ def step_bounds(x, floor, ceil, lo, hi):
 
 @numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)
 def genotype_weights(G, i, j0, L, s1, want_ll):
-    """Derivative weights of the block's genotypes of individual ``i`` (see module notes).
+    """Derivative weights of the block's genotypes of individual ``i`` (module notes).
 
     ``s1`` rows: f (input), then ``w1 = g/f - (2-g)/(1-f)``, ``w2 = g/f^2 +
     (2-g)/(1-f)^2``, the likelihood-factor products (multiplied in when
@@ -266,7 +266,7 @@ def genotype_weights(G, i, j0, L, s1, want_ll):
 
 @numba.njit(cache=True, error_model="numpy", fastmath=True)
 def p_statistics(G, Q, PT, j0, L, tri_r, tri_c, gP, HP, A, llj, s1):
-    """Sweep one block at (Q, P): each SNP's gradient, curvature, EM numerator, log-likelihood.
+    """Sweep one block at (Q, P): each SNP's gradient, curvature, EM numerator, loglik.
 
     ``gP`` (K, B): gradient; ``HP`` (K(K+1)/2, B): minus the Hessian's upper
     triangle; ``A`` (K, B): ``sum_i q_ik g_ij / f_ij`` (the EM update's
@@ -341,7 +341,7 @@ def em_where_worse(PT, gP, A, L, ll_old, ll_new, PN):
 
 @numba.njit(cache=True, error_model="numpy", fastmath=True)
 def q_statistics(G, Q, PT, j0, L, tri_r, tri_c, PP, stats, want_ll, s1):
-    """Sweep one block at (Q, P): add each individual's gradient and curvature to ``stats``.
+    """Sweep one block at (Q, P): add each individual's gradient, curvature to ``stats``.
 
     ``stats`` (m, K + K(K+1)/2). Returns the block's log-likelihood when
     ``want_ll`` (else 0).
@@ -378,7 +378,7 @@ def q_statistics(G, Q, PT, j0, L, tri_r, tri_c, PP, stats, want_ll, s1):
 
 
 def _qp_scratch(K):
-    """Scratch arrays of one constrained Newton solve (see ``constrained_newton_step``)."""
+    """Scratch arrays of one constrained Newton solve (``constrained_newton_step``)."""
     return (np.empty(K), np.empty(K), np.empty(K), np.empty(K), np.empty(K), np.empty(K),
             np.empty((K, K)), np.empty((2, K), dtype=np.int64), np.empty((K + 3, K)))
 
