@@ -135,7 +135,7 @@ def simulate(cell, replicate):
 
 
 def load_data(cell, replicate):
-    """(dosage, true Q), simulated once and cached (suite cells: in the suite's cache)."""
+    """(dosage, true Q), simulated once and cached (suite cells: the suite's cache)."""
     if cell[0] == "suite":
         return realistic_suite.load_setting(cell[1], replicate)
     path = CACHE / "data" / f"{cell_name(cell)}_{replicate}.npz"
@@ -465,7 +465,8 @@ def run_table(args):
         cost = sum(row["heldout_cpu"] for row in compared)
         paths = sum(row["spectral_cpu"] for row in compared)
         print(f"\nThe previous default (held-out individuals) on the same "
-              f"{len(compared)} reported data sets: within 1.1x {np.mean(theirs <= 1.1):.1%}"
+              f"{len(compared)} reported data sets: within 1.1x "
+              f"{np.mean(theirs <= 1.1):.1%}"
               f" (this rule {np.mean(ours <= 1.1):.1%}), within 1.25x "
               f"{np.mean(theirs <= 1.25):.1%} (this rule {np.mean(ours <= 1.25):.1%}), "
               f"mean log ratio {np.mean(np.log(theirs)):.4f} (this rule "
@@ -475,7 +476,8 @@ def run_table(args):
                   sorted(compared, key=lambda r: -r["heldout_ratio"])[:5]))
     measured = [(row, default(_cell_of(row), row["replicate"]))
                 for row in grid_rep + suite_rep + grid_cal + suite_cal
-                if (CACHE / "default" / f"{row['cell']}_{row['replicate']}.json").exists()]
+                if (CACHE / "default"
+                    / f"{row['cell']}_{row['replicate']}.json").exists()]
     if measured:
         same = sum(abs(row["default_error"] - m["error"]) < 1e-12
                    and row["decision"] == m["path"] for row, m in measured)

@@ -109,8 +109,8 @@ def warm_up(K, device):
     sim = admixspec.simulate_balding_nichols(60, 600, K, seed=SEED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", admixspec.ConvergenceWarning)
-        admixspec.fit_admixture(sim.genotypes.dosage, K, method="ml", seed=SEED, device=device,
-                                max_iter=3)
+        admixspec.fit_admixture(sim.genotypes.dosage, K, method="ml", seed=SEED,
+                                device=device, max_iter=3)
 
 
 def _fit_child(path, K, threads, device, queue):
@@ -122,7 +122,7 @@ def _fit_child(path, K, threads, device, queue):
         fit = admixspec.fit_admixture(G, K, method="ml", seed=SEED, threads=threads,
                                       device=device)
         queue.put((fit.Q, fit.P, time.perf_counter() - t, f"{fit.n_iter} iterations"))
-    except Exception as error:
+    except Exception as error:  # reported as the row's note
         queue.put(f"failed: {error}")
 
 
@@ -140,7 +140,7 @@ def admixspec_cpu(G, K, threads, timeout, workdir):
     child.start()
     try:
         out = queue.get(timeout=timeout)
-    except Exception:
+    except Exception:  # queue.Empty: the fit outlasted the timeout
         out = f"timed out after {timeout:.0f} s"
     child.kill()
     child.join()

@@ -86,7 +86,8 @@ def main(argv=None):
             dt = time.perf_counter() - t
             rel = (res.loglik - ll_ref) / abs(ll_ref)
             mad = admixspec.q_error(Q_ref, res.Q)
-            print(f"{K} {seed:3d}  {res.loglik:.6f}  {ll_ref:.6f}  {rel:+.2e}  {mad:.2e}  "
+            print(f"{K} {seed:3d}  {res.loglik:.6f}  {ll_ref:.6f}  {rel:+.2e}  "
+                  f"{mad:.2e}  "
                   f"{res.n_iter:5d} {passes:6.0f}  {it_ref:5d}  "
                   f"{passes / it_ref:5.2f}  {dt:7.1f}  {start}", flush=True)
         if not args.no_cv:

@@ -68,7 +68,8 @@ def main(argv=None) -> None:
     parser.add_argument("--n-snps", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the files here and keep them")
     args = parser.parse_args(argv)
 
     from admixspec import simulate_balding_nichols

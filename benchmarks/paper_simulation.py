@@ -188,7 +188,7 @@ def summarise(rows, args):
             f"{m}={mean_n[m][i]:.3g}[{med_n[m][i]:.3g}]" for m in meths)
             + (f"  spectral failures={fail_n['Spectral'][i]}"
                if fail_n["Spectral"][i] else ""))
-    print("\nerror vs sigma (n = %d): mean [median]" % args.n_sigma)
+    print(f"\nerror vs sigma (n = {args.n_sigma:d}): mean [median]")
     for i, s in enumerate(ss):
         print(f"  sigma={s:.1f} " + "  ".join(
             f"{m}={mean_s[m][i]:.3g}[{med_s[m][i]:.3g}]" for m in meths))

@@ -32,7 +32,8 @@ class TestFitAdmixture:
 
     @pytest.mark.parametrize("alpha", [0.5, 2.0])
     def test_private_alleles__spectral_estimate_is_accurate(self, alpha):
-        dosage, Q, _ = simulate_structured("private", m=50, n=15_000, alpha=alpha, seed=1)
+        dosage, Q, _ = simulate_structured("private", m=50, n=15_000, alpha=alpha,
+                                           seed=1)
         result = fit_admixture(dosage, 3, seed=0, refine=False)
         assert result.path == "spectral"
         assert q_error(Q, result.Q) < 0.03
@@ -62,7 +63,8 @@ class TestFitAdmixture:
         np.testing.assert_array_equal(first.P, second.P)
 
     def test_no_spectral_candidates__falls_back_to_likelihood(self, monkeypatch):
-        monkeypatch.setattr(default_path, "spectral_scan", lambda *args, **kwargs: (None, []))
+        monkeypatch.setattr(default_path, "spectral_scan",
+                            lambda *args, **kwargs: (None, []))
         sim = simulate_balding_nichols(60, 3000, 2, fst=0.2, alpha=0.3, seed=6)
         result = fit_admixture(sim.genotypes, 2, seed=0)
         assert result.path == "ml-fallback"

@@ -78,7 +78,8 @@ class TestFitML:
         assert res.history[0].stage == "EM-batch"
         assert res.loglik == pytest.approx(loglikelihood(G, res.Q, res.P), rel=1e-12)
 
-    def test_fit_ml__block_relaxation_matches_em_optimum_in_fewer_passes(self, sim_fixture):
+    def test_fit_ml__block_relaxation_matches_em_optimum_in_fewer_passes(
+            self, sim_fixture):
         G = sim_fixture.genotypes.dosage
         newton = fit_ml(G, 3, seed=0, accel="newton")
         em = fit_ml(G, 3, seed=0, accel="squarem")
@@ -152,7 +153,8 @@ class TestFitML:
 class TestFormatting:
     def test_format_iteration__admixture_layout(self):
         line = format_iteration(IterationInfo(12, "EM", 1.5, -3799887.17, 0.0018, 1))
-        assert line == "12 (EM) \tElapsed: 1.500\tLoglikelihood: -3.79989e+06\t(delta): 0.0018"
+        assert line == ("12 (EM) \tElapsed: 1.500\tLoglikelihood: -3.79989e+06"
+                        "\t(delta): 0.0018")
         line = format_iteration(IterationInfo(3, "QN", 1.5, -3799887.17, 0.0018, 1))
         assert line.startswith("3 (QN/Block) \tElapsed: 1.500")
         line = format_iteration(IterationInfo(4, "QN", 1.5, -3799887.17, 0.0018, 1, 2))
@@ -180,7 +182,7 @@ class TestSvdStarts:
         assert q_error(starts[1][0], starts[2][0]) > 0.05
         again = svd_starts(G, 5, 3, seed=7)
         assert len(starts) == len(again) == 3
-        for (Qa, Pa), (Qb, Pb) in zip(starts, again):
+        for (Qa, Pa), (Qb, Pb) in zip(starts, again, strict=True):
             np.testing.assert_array_equal(Qa, Qb)
             np.testing.assert_array_equal(Pa, Pb)
 
