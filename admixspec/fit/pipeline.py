@@ -3,15 +3,15 @@
 :func:`fit_in_memory` is what :func:`admixspec.fit_admixture` runs on a
 cohort in memory, and on the reference of a larger one
 (:mod:`admixspec.fit.reference`): the default (:mod:`admixspec.fit.default`),
-plain maximum likelihood, the supervised fit or projection, then
-cross-validation and the bootstrap when asked for.
+plain maximum likelihood, the supervised fit or projection;
+:func:`add_extras` then adds cross-validation and the bootstrap when asked for.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..spectral.estimate import DEFAULT_WINDOWS
 from .default import fit_default
 from .result import AdmixtureResult, FitLog
 
-__all__ = ["FitOptions", "fit_in_memory"]
+__all__ = ["FitOptions", "add_bootstrap", "add_cv", "add_extras", "fit_in_memory"]
 
 logger = logging.getLogger("admixspec")
 
@@ -90,7 +90,12 @@ def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
                            diagnostics={"data_passes": float(fit.n_passes)})
 
 
-def _add_cv(result, G, folds, *, seed, threads, log):
+def add_cv(result, G, folds, *, seed, threads, log):
+    """Cross-validate ``result``'s fit of ``G`` (``folds`` folds); sets ``result.cv``.
+
+    ``G`` (int8, shape (n_individuals, n_snps)) holds the individuals of
+    ``result.Q``'s rows; the log gains ADMIXTURE's ``CV error`` line.
+    """
     clock = time.perf_counter()
     result.cv = cross_validate(G, result.K, folds=folds, seed=seed,
                                start=(result.Q, result.P), threads=threads)
@@ -98,7 +103,8 @@ def _add_cv(result, G, folds, *, seed, threads, log):
     log.add(format_cv(result.K, result.cv))
 
 
-def _add_bootstrap(result, G, replicates, *, seed, threads, log):
+def add_bootstrap(result, G, replicates, *, seed, threads, log):
+    """Bootstrap standard errors of ``result.Q`` over SNP blocks; sets ``result.bootstrap``."""
     clock = time.perf_counter()
     result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
                                    n_replicates=replicates, seed=seed, threads=threads)
@@ -106,8 +112,44 @@ def _add_bootstrap(result, G, replicates, *, seed, threads, log):
     log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs")
 
 
+def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:
+    """Cross-validation and the bootstrap of a finished fit, when ``options`` ask for them.
+
+    They describe the individuals the fit estimated: everyone, or its
+    reference when there was one (``result.reference``), as a fit of the
+    reference alone would run them. Sets ``result.cv``/``result.bootstrap``
+    and appends their log lines.
+
+    Parameters
+    ----------
+    result : AdmixtureResult
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        The genotypes of ``result.Q``'s rows and ``result.P``'s SNPs.
+    options : FitOptions
+    """
+    if not (options.cv or options.bootstrap):
+        return
+    if result.reference is not None:
+        G = G[result.reference]
+    log = FitLog()
+    # the fitted individuals' Q; the timings dict is shared with result
+    part = replace(result, Q=result.Q if result.reference is None
+                   else result.Q[result.reference])
+    if options.cv:
+        add_cv(part, G, options.cv, seed=options.seed, threads=options.threads, log=log)
+    if options.bootstrap:
+        add_bootstrap(part, G, options.bootstrap, seed=options.seed,
+                      threads=options.threads, log=log)
+    result.cv, result.bootstrap = part.cv, part.bootstrap
+    result.log_lines = list(result.log_lines) + log.lines
+
+
 def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult:
     """Fit Q and P of genotypes in memory with the estimator ``options`` name.
+
+    Cross-validation and the bootstrap (``options.cv``, ``options.bootstrap``)
+    are not run here but by :func:`add_extras`, once the fit is final (after
+    the best of several runs is chosen, and the monomorphic SNPs are back).
 
     Parameters
     ----------
@@ -135,10 +177,6 @@ def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult
                              n_starts=o.n_starts, **common)
     logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path, result.loglik)
     log.add(f"Loglikelihood: {result.loglik:.6f}")
-    if o.cv:
-        _add_cv(result, G, o.cv, seed=o.seed, threads=o.threads, log=log)
-    if o.bootstrap:
-        _add_bootstrap(result, G, o.bootstrap, seed=o.seed, threads=o.threads, log=log)
     result.history, result.log_lines = log.history, log.lines
     result.timings["total"] = time.perf_counter() - start
     return result
