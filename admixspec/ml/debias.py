@@ -46,7 +46,7 @@ __all__ = ["corrected_loglikelihood", "debiased_project", "effective_sizes",
 _BLOCK_ENTRIES = 2_000_000
 
 
-def p_covariance(G_ref: np.ndarray, Q_ref: np.ndarray, P: np.ndarray) -> np.ndarray:
+def p_covariance(G_ref, Q_ref: np.ndarray, P: np.ndarray) -> np.ndarray:
     """Sampling covariance of each SNP's frequencies, from the reference's fit.
 
     The inverse of the expected information of ``p_j`` given the reference's
@@ -55,8 +55,9 @@ def p_covariance(G_ref: np.ndarray, Q_ref: np.ndarray, P: np.ndarray) -> np.ndar
 
     Parameters
     ----------
-    G_ref : numpy.ndarray, int8, shape (n_reference, n_snps)
-        The reference's genotypes (-1 missing).
+    G_ref : numpy.ndarray, int8, shape (n_reference, n_snps), or None
+        The reference's genotypes (-1 missing); None counts every genotype
+        as called (a reference known only by its ``.Q`` and ``.P``).
     Q_ref : numpy.ndarray, float, shape (n_reference, K)
     P : numpy.ndarray, float, shape (n_snps, K)
         The reference's fitted frequencies.
@@ -82,7 +83,9 @@ def p_covariance(G_ref: np.ndarray, Q_ref: np.ndarray, P: np.ndarray) -> np.ndar
     for start in range(0, n, step):
         rows = slice(start, start + step)
         f = Q[rows] @ P.T
-        weight = np.where(G_ref[rows] >= 0, 2.0 / (f * (1.0 - f)), 0.0)
+        weight = 2.0 / (f * (1.0 - f))
+        if G_ref is not None:
+            weight[G_ref[rows] < 0] = 0.0
         info += weight.T @ pairs[rows]
     info = info.reshape(m, K, K)
     # a component without reference individuals has no information: a tiny ridge
@@ -190,8 +193,12 @@ def corrected_loglikelihood(G, Q, P, V) -> np.ndarray:
                       V.reshape(V.shape[0], -1))
 
 
-def _scoring_step(G, Q, P, Vflat):
-    """Fisher-scoring direction of l* on the plane sum(q) = 1, per individual."""
+def _scoring_step(G, Q, P, Vflat, PP):
+    """Fisher-scoring direction of l* on the plane sum(q) = 1, per individual.
+
+    Every sum over SNPs is a matrix product of an (individuals x SNPs) array
+    with P, ``PP`` (``p_j p_j^T`` flattened) or ``Vflat``.
+    """
     n, K = Q.shape
     observed, f, h, s = _terms(G, Q, P, Vflat)
     g = np.where(observed, G, 0).astype(np.float64)
@@ -199,11 +206,10 @@ def _scoring_step(G, Q, P, Vflat):
     # d l / d f, and the correction's derivative in f (V fixed)
     slope = np.where(observed, g / f - (2.0 - g) / (1.0 - f), 0.0)
     slope -= s * (1.0 - 2.0 * f) * inv_h**2
-    gradient = slope @ P + 2.0 * np.einsum("nm,mkl,nl->nk", inv_h,
-                                           Vflat.reshape(-1, K, K), Q)
+    W = (inv_h @ Vflat).reshape(n, K, K)  # sum_j V_j / h_j
+    gradient = slope @ P + 2.0 * np.einsum("nkl,nl->nk", W, Q)
     # expected information of l (2 / h per entry) less the correction's curvature
-    info = np.einsum("nm,mk,ml->nkl", 2.0 * inv_h, P, P)
-    info -= 2.0 * (inv_h @ Vflat).reshape(n, K, K)
+    info = 2.0 * ((inv_h @ PP).reshape(n, K, K) - W)
     system = np.zeros((n, K + 1, K + 1))
     system[:, :K, :K] = info
     system[:, :K, K] = system[:, K, :K] = 1.0
@@ -263,24 +269,26 @@ def debiased_project(G, P, V, Q0, *, tol: float = 1e-6, max_iter: int = 100
     """
     P = np.clip(np.asarray(P, dtype=np.float64), P_MIN, P_MAX)
     V = np.asarray(V, dtype=np.float64)
-    Vflat = V.reshape(V.shape[0], -1)
+    Vflat = V.reshape(V.shape[0], -1).copy()
+    Vflat[(P <= P_MIN).all(axis=1) | (P >= P_MAX).all(axis=1)] = 0.0
     Q = clip_proportions(np.array(Q0, dtype=np.float64))
     n = len(Q)
     step = max(1, _BLOCK_ENTRIES // max(P.shape[0], 1))
+    PP = (P[:, :, None] * P[:, None, :]).reshape(P.shape[0], -1)
     for start in range(0, n, step):
         rows = slice(start, start + step)
-        Q[rows] = _scoring(G[rows], Q[rows], P, Vflat, tol=tol, max_iter=max_iter)
+        Q[rows] = _scoring(G[rows], Q[rows], P, Vflat, PP, tol=tol, max_iter=max_iter)
     return Q
 
 
-def _scoring(G, Q, P, Vflat, *, tol, max_iter):
+def _scoring(G, Q, P, Vflat, PP, *, tol, max_iter):
     value = _objective(G, Q, P, Vflat)
     active = np.ones(len(Q), dtype=bool)
     for _ in range(max_iter):
         if not active.any():
             break
         index = np.flatnonzero(active)
-        direction = _scoring_step(G[index], Q[index], P, Vflat)
+        direction = _scoring_step(G[index], Q[index], P, Vflat, PP)
         alpha = np.ones(len(index))
         moved = np.zeros(len(index), dtype=bool)
         for _ in range(30):  # step halving, per individual
