@@ -432,6 +432,14 @@ def _add_run_parser(subparsers) -> None:
         "a bare .P file must have the input's SNPs in order",
     )
     extra.add_argument(
+        "--plain-projection", dest="projection_correction", action="store_const",
+        const=False, default="auto",
+        help="project as ADMIXTURE does, without correcting Q for the sampling noise "
+        "of the reference's P (by default corrected when the reference has fewer "
+        "than 5000 individuals: the reference run's PREFIX.K.Q beside PFILE, or "
+        "--reference-size)",
+    )
+    extra.add_argument(
         "--keep-ambiguous", action="store_true",
         help="--project: keep strand-ambiguous A/T and C/G SNPs (matched as given, "
         "never complemented); by default they are dropped",
@@ -565,6 +573,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
         genotypes, projection = _projection_input(args, genotypes)
     given = {
         "P": None if projection is None else projection.P,
+        "reference_q": None if projection is None else projection.reference_q,
         "labels": (None if args.supervised is None or args.project
                    else _supervised_labels(args, genotypes)),
     }
@@ -584,7 +593,8 @@ def _fit_and_write(args: argparse.Namespace) -> int:
             genotypes, K, reference_size=args.reference_size, init=args.init,
             seed=args.seed, refine=args.refine, tol=args.tol, max_iter=args.max_iter,
             cv=args.cv, bootstrap=args.bootstrap, threads=args.threads,
-            device=args.device, runs=args.runs, **given,
+            device=args.device, runs=args.runs,
+            projection_correction=args.projection_correction, **given,
         )
         p_file = output_path(prefix, K, "P")
         lines = run_header(genotypes, **provenance)

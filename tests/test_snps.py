@@ -11,6 +11,7 @@ from admixspec import Genotypes, project
 from admixspec.cli import main
 from admixspec.core.exceptions import InputError
 from admixspec.io import CLAMP, read_genotypes, read_p, read_q, write_vcf
+from admixspec.ml.debias import debiased_project, p_covariance
 from admixspec.io.snps import (
     format_snps,
     match_snps,
@@ -182,12 +183,17 @@ def _ambiguous(variants):
     return pair.isin(["AT", "TA", "CG", "GC"]).to_numpy()
 
 
-def _project_shared(genotypes, rows, kept, P_file, *, tol=1e-4):
+def _project_shared(genotypes, rows, kept, P_file, *, corrected=True, tol=1e-4):
     """The same individuals' Q from the .bed on the SNPs both sides share (bare P),
-    clamped as a .Q file is written."""
+    corrected for P's noise with the reference's Q beside it, clamped as a .Q file is
+    written."""
     P = read_p(P_file)
     shared = kept[~_ambiguous(genotypes.variants.iloc[kept])]
-    Q = project(genotypes.dosage[np.ix_(rows, shared)], P[shared], tol=tol)
+    G = genotypes.dosage[np.ix_(rows, shared)]
+    Q = project(G, P[shared], tol=tol)
+    if corrected:
+        Q_ref = read_q(str(P_file)[: -len(".P")] + ".Q")
+        Q = debiased_project(G, P[shared], p_covariance(None, Q_ref, P[shared]), Q)
     return np.clip(Q, *CLAMP), shared
 
 
@@ -225,8 +231,18 @@ class TestProjectCommand:
         removed[kept] = False
         n_missing = int((removed & ~_ambiguous(genotypes.variants)).sum())
         assert f"{n_missing} reference SNPs missing from the target" in log
+        assert "Projection: corrected for the sampling noise of P, estimated from 30" \
+            in log
         record = json.loads(Path(f"{out}.3.json").read_text())
         assert record["projection_snps"]["flipped"] == n_flipped
+        # ADMIXTURE's plain projection on request
+        plain = tmp_path / "plain"
+        assert main(["run", str(vcf), "-K", "3", "--project", f"{ref}.3.P",
+                     "--plain-projection", "--out", str(plain), "-q"]) == 0
+        expected_plain, _ = _project_shared(genotypes, rows, kept, f"{ref}.3.P",
+                                            corrected=False)
+        np.testing.assert_allclose(read_q(f"{plain}.3.Q"), expected_plain, atol=1e-6)
+        assert "corrected" not in Path(f"{plain}.3.log").read_text()
         # the projected P and its table: the target's SNPs and counting
         P = read_p(f"{out}.3.P")
         assert P.shape == (len(shared), 3)

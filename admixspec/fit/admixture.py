@@ -109,6 +109,7 @@ def _check_streamed(options: FitOptions) -> None:
     "reference_size": Interval(int, 2, allow_none=True),
     "chunk_size": Interval(int, 1),
     "runs": Interval(int, 1),
+    "projection_correction": Options("auto", True, False),
 })
 def fit_admixture(
     genotypes,
@@ -132,6 +133,8 @@ def fit_admixture(
     reference_size: int | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     runs: int = 1,
+    reference_q=None,
+    projection_correction: bool | str = "auto",
 ) -> AdmixtureResult:
     """Estimate ancestry proportions Q and ancestral frequencies P.
 
@@ -212,6 +215,18 @@ def fit_admixture(
         Cross-validation and the bootstrap run on the best run only.
         Projection and supervised fits, whose answer does not depend on a
         start, take 1.
+    reference_q : array_like, float, shape (n_reference, K), optional
+        Projection: the Q of the individuals ``P`` was fitted on (the
+        reference run's ``.Q``), which tells how noisy ``P`` is; with it the
+        projection is corrected for that noise (``projection_correction``).
+    projection_correction : {"auto", True, False}
+        Correct projected Q for the sampling noise of the reference's P
+        (:mod:`admixspec.ml.debias`): plain projection pulls Q towards the
+        mean, by about ``1 / (4 F N)`` for a reference of ``N`` individuals per
+        component of F_ST ``F``. ``"auto"``: when the reference (``reference_q``,
+        or the reference of a large cohort) has fewer than
+        :data:`~admixspec.fit.pipeline.CORRECTION_MAX_REFERENCE` individuals;
+        False gives ADMIXTURE's plain projection.
 
     Returns
     -------
@@ -257,7 +272,9 @@ def fit_admixture(
     streamed = hasattr(genotypes, "chunks")
     n_individuals = genotypes.n_individuals if streamed else genotypes.shape[0]
     check_K(K, n_individuals)
-    options = FitOptions(method=method, init=init, labels=labels, P=P, seed=seed,
+    options = FitOptions(method=method, init=init, labels=labels, P=P,
+                         reference_q=reference_q,
+                         projection_correction=projection_correction, seed=seed,
                          refine=refine, tol=tol, max_iter=max_iter, cv=cv,
                          bootstrap=bootstrap, windows=windows, n_starts=n_starts,
                          threads=threads, callback=callback)
@@ -266,6 +283,8 @@ def fit_admixture(
         raise UsageError("a reference (--reference-size) cannot be combined with "
                          "projection or supervised fits (--project, --supervised), "
                          "which fit everyone")
+    if reference_q is not None and method != "projection":
+        raise UsageError("reference_q (the reference's Q) is used only by projection")
     if everyone and runs > 1:
         raise UsageError(f"runs > 1 (--runs) are for unsupervised fits: a {method} "
                          "fit does not depend on its start")

@@ -19,6 +19,7 @@ from ..core.exceptions import UsageError
 from ..core.parameters import P_MAX, P_MIN
 from ..ml.bootstrap import bootstrap as bootstrap_q
 from ..ml.crossval import cross_validate, format_cv
+from ..ml.debias import debiased_project, p_covariance
 from ..ml.likelihood import loglikelihood
 from ..ml.project import fit_supervised, project
 from ..ml.refine import fit_ml
@@ -26,7 +27,8 @@ from ..spectral.estimate import DEFAULT_WINDOWS
 from .default import fit_default
 from .result import AdmixtureResult, FitLog
 
-__all__ = ["FitOptions", "add_bootstrap", "add_cv", "add_extras", "fit_in_memory"]
+__all__ = ["CORRECTION_MAX_REFERENCE", "FitOptions", "add_bootstrap", "add_cv",
+           "add_extras", "correct_projection", "correction_line", "fit_in_memory"]
 
 logger = logging.getLogger("admixspec")
 
@@ -44,6 +46,8 @@ class FitOptions:
     init: str | None = None
     labels: object = None
     P: object = None
+    reference_q: object = None
+    projection_correction: bool | str = "auto"
     seed: int | None = None
     refine: bool | str = "auto"
     tol: float = 1e-4
@@ -56,7 +60,30 @@ class FitOptions:
     callback: object = None
 
 
-def _fit_projection(G, K, P, *, tol, max_iter, threads, log):
+#: A reference of at least this many individuals gets no projection correction
+#: under ``projection_correction="auto"`` (benchmarks/projection_shrinkage.py).
+CORRECTION_MAX_REFERENCE = 5000
+
+
+def correct_projection(correction, reference_size: int) -> bool:
+    """Whether to correct projected Q for P's sampling noise (:mod:`admixspec.ml.debias`).
+
+    ``correction`` is True, False or ``"auto"``: corrected when the reference
+    has fewer than :data:`CORRECTION_MAX_REFERENCE` individuals.
+    """
+    if correction == "auto":
+        return reference_size < CORRECTION_MAX_REFERENCE
+    return bool(correction)
+
+
+def correction_line(reference_size: int) -> str:
+    """The log line of a corrected projection."""
+    return (f"Projection: corrected for the sampling noise of P, estimated from "
+            f"{reference_size} reference individuals (corrected log-likelihood; "
+            "plain projection shrinks Q towards the mean)")
+
+
+def _fit_projection(G, K, P, *, reference_q, correction, tol, max_iter, threads, log):
     P = np.clip(np.array(P, dtype=np.float64, ndmin=2), P_MIN, P_MAX)
     if P.shape[1] != K:
         raise UsageError(f"P has {P.shape[1]} columns (components) but K={K}")
@@ -66,8 +93,17 @@ def _fit_projection(G, K, P, *, tol, max_iter, threads, log):
     n_iter = len(log.history)
     # project() warns when it stops at max_iter; it returns Q only
     log.convergence(n_iter, n_iter < max_iter)
+    diagnostics = {}
+    if reference_q is not None and correct_projection(correction, len(reference_q)):
+        reference_q = np.asarray(reference_q, dtype=np.float64)
+        if reference_q.ndim != 2 or reference_q.shape[1] != K:
+            raise UsageError(f"the reference's Q must have K={K} columns, got shape "
+                             f"{reference_q.shape}")
+        Q = debiased_project(G, P, p_covariance(None, reference_q, P), Q)
+        log.add(correction_line(len(reference_q)))
+        diagnostics["projection_correction"] = {"reference_size": len(reference_q)}
     return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads), n_iter,
-                           n_iter < max_iter, path="projection")
+                           n_iter < max_iter, path="projection", diagnostics=diagnostics)
 
 
 def _fit_supervised(G, K, labels, *, tol, max_iter, seed, threads, log):
@@ -167,7 +203,8 @@ def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult
     log = FitLog(o.callback)
     common = {"tol": o.tol, "max_iter": o.max_iter, "threads": o.threads, "log": log}
     if o.method == "projection":
-        result = _fit_projection(G, K, o.P, **common)
+        result = _fit_projection(G, K, o.P, reference_q=o.reference_q,
+                                 correction=o.projection_correction, **common)
     elif o.method == "supervised":
         result = _fit_supervised(G, K, o.labels, seed=o.seed, **common)
     elif o.method == "ml":

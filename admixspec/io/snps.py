@@ -319,12 +319,33 @@ class ProjectionInput:
         The matching, when the P file had a ``.snps`` table.
     lines : list of str
         What the log should say about it.
+    reference_q : numpy.ndarray or None, float64, shape (n_reference, K)
+        The reference run's Q (``PREFIX.K.Q`` beside ``PREFIX.K.P``), which
+        tells how noisy P is (:mod:`admixspec.ml.debias`); None when absent.
     """
 
     P: np.ndarray
     columns: np.ndarray | None
     match: SnpMatch | None
     lines: list
+    reference_q: np.ndarray | None = None
+
+
+def _reference_q(p_path, K: int):
+    """The reference's Q beside its P (``PREFIX.K.P`` -> ``PREFIX.K.Q``), if it is there."""
+    from .admixture import read_q
+
+    name = str(p_path)
+    if not name.endswith(".P"):
+        return None, []
+    q_path = Path(name[:-2] + ".Q")
+    if not q_path.is_file():
+        return None, []
+    Q = read_q(q_path)
+    if Q.shape[1] != K:
+        return None, []
+    return Q, [f"Projection: the reference's Q ({q_path.name}, {len(Q)} individuals) "
+               "gives the sampling noise of its P"]
 
 
 def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
@@ -352,6 +373,8 @@ def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
     Returns
     -------
     ProjectionInput
+        With the reference run's Q when ``PREFIX.K.Q`` lies beside
+        ``PREFIX.K.P`` with K columns.
 
     Raises
     ------
@@ -363,20 +386,22 @@ def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
     from .admixture import read_p
 
     P = read_p(p_path)
+    reference_q, q_lines = _reference_q(p_path, P.shape[1])
     table_path = snps_path(p_path)
     if not table_path.is_file():
         n = genotypes.n_snps
         if P.shape[0] == n:
             return ProjectionInput(P, None, None, [
                 f"Projection: {p_path} has no SNP table ({table_path.name}); its "
-                f"{n} rows are taken as the target's SNPs, in order"])
+                f"{n} rows are taken as the target's SNPs, in order", *q_lines],
+                reference_q)
         counted, observed = allele_counts(genotypes.dosage)
         polymorphic = np.flatnonzero((counted > 0) & (counted < observed))
         if P.shape[0] == len(polymorphic):
             return ProjectionInput(P, polymorphic, None, [
                 f"Projection: {p_path} has no SNP table and one row per polymorphic "
                 f"target SNP ({len(polymorphic)} of {n}): the monomorphic ones are "
-                "left out"])
+                "left out", *q_lines], reference_q)
         raise InputError(
             f"has {P.shape[0]} SNPs but the genotypes have {n} (use the same SNPs, in "
             f"the same order, or keep the run's {table_path.name} beside it to match "
@@ -393,4 +418,5 @@ def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
             "match the target's by chromosome, position and alleles or by ID, below "
             f"the minimum overlap {100 * min_overlap:g}% (--min-overlap)",
             path=table_path)
-    return ProjectionInput(match.reference_p(P), match.target, match, [match.describe()])
+    return ProjectionInput(match.reference_p(P), match.target, match,
+                           [match.describe(), *q_lines], reference_q)
