@@ -137,7 +137,12 @@ def __dir__():
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from .core.exceptions import AdmixspecError, ConvergenceWarning, InputError, UsageError
+    from .core.exceptions import (
+        AdmixspecError,
+        ConvergenceWarning,
+        InputError,
+        UsageError,
+    )
     from .core.filters import apply_filters, check_K
     from .core.genotypes import MISSING, Genotypes
     from .core.metrics import align_components, match_components, q_error

@@ -365,19 +365,7 @@ def _bar_section(panels, perms, labels, ids, population_order, colours):
     of exact Q (and standard errors), with no per-bar glyph to index or paint.
     """
     from bokeh.layouts import column
-    from bokeh.models import (
-        ColumnDataSource,
-        CustomJS,
-        CustomJSHover,
-        FixedTicker,
-        HoverTool,
-        LinearAxis,
-        LinearColorMapper,
-        Range1d,
-        Select,
-        Span,
-    )
-    from bokeh.plotting import figure
+    from bokeh.models import ColumnDataSource, CustomJS, CustomJSHover, Range1d, Select
 
     n = panels[0].Q.shape[0]
     aligned = [p.Q[:, perm] for p, perm in zip(panels, perms, strict=True)]
@@ -385,6 +373,38 @@ def _bar_section(panels, perms, labels, ids, population_order, colours):
     sort_index = max(range(len(panels)), key=lambda j: (panels[j].K, -j))
     orders, groups = _orders(aligned[sort_index], labels, population_order)
     first = orders["main"]
+    data, tooltips = _hover_data(panels, perms, aligned, first, labels, ids, colours)
+    source = ColumnDataSource(data=data, name="ancestry")
+    lookup = CustomJSHover(args={"source": source}, code=_LOOKUP)
+    order_source = ColumnDataSource(
+        data={key: value.astype(np.int32) for key, value in orders.items()},
+        name="orders")
+    x_range = Range1d(0, n, bounds=(0, n))
+    figures, image_sources = [], []
+    for j, (panel, Q) in enumerate(zip(panels, aligned, strict=True)):
+        images = ColumnDataSource(data={"image": [_bar_image(Q[first])]},
+                                  name=f"image-{j}")
+        image_sources.append(images)
+        position = ("first" if j == 0 else "") + (
+            "last" if j == len(panels) - 1 else "")
+        figures.append(_panel_figure(j, panel, images, x_range, tooltips[j], lookup,
+                                     groups, position, colours))
+    K_sort = panels[sort_index].K
+    options = [("main", "population's main component (as admixspec plot)")] + [
+        (f"c{k}", f"component {k + 1}") for k in range(K_sort)]
+    select = Select(title="Order individuals within each population by",
+                    value="main", options=options, width=420, name="sort")
+    select.js_on_change("value", CustomJS(
+        args={"source": source, "orders": order_source, "select": select,
+              "panels": image_sources},
+        code=_REORDER))
+    return column(select, *figures), source
+
+
+def _hover_data(panels, perms, aligned, first, labels, ids, colours):
+    """The hover table's columns (individuals in plotting order) and each
+    panel's tooltip template reading them."""
+    n = len(first)
     population = (np.asarray(labels, dtype=str) if labels is not None
                   else np.array(["-"] * n))
     data = {"individual": first.astype(np.int32),
@@ -403,68 +423,66 @@ def _bar_section(panels, perms, labels, ids, population_order, colours):
                 f'<div><span style="color:{colours[k]}">&#9632;</span> '
                 f"component {k + 1}: $x{{q{j}_{k}}}{se}</div>")
         tooltips.append("".join(rows))
-    source = ColumnDataSource(data=data, name="ancestry")
-    lookup = CustomJSHover(args={"source": source}, code=_LOOKUP)
-    order_source = ColumnDataSource(
-        data={key: value.astype(np.int32) for key, value in orders.items()},
-        name="orders")
-    x_range = Range1d(0, n, bounds=(0, n))
-    figures, image_sources = [], []
-    for j, (panel, Q) in enumerate(zip(panels, aligned, strict=True)):
-        fig = figure(
-            width=_WIDTH, height=_PANEL_HEIGHT, x_range=x_range, y_range=Range1d(0, 1),
-            tools="xpan,xwheel_zoom,reset,save", toolbar_location="right",
-            name=f"panel-{j}", min_border_left=150,
-        )
-        images = ColumnDataSource(data={"image": [_bar_image(Q[first])]},
-                                  name=f"image-{j}")
-        image_sources.append(images)
-        mapper = LinearColorMapper(palette=list(colours[: panel.K]) * (
-            2 if panel.K == 1 else 1), low=-0.5, high=panel.K - 0.5)
-        bars = fig.image(image="image", x=0, y=0, dw=n, dh=1, color_mapper=mapper,
-                         source=images, name=f"bars-{j}")
-        fig.add_tools(HoverTool(renderers=[bars], tooltips=tooltips[j],
-                                formatters={"$x": lookup}, attachment="below"))
-        fig.ygrid.visible = False
-        fig.xgrid.visible = False
-        fig.yaxis.axis_label = panel.name
-        fig.yaxis.ticker = FixedTicker(ticks=[])
-        fig.yaxis.axis_label_standoff = 4
-        fig.yaxis.axis_label_text_font_size = "11px"
-        fig.yaxis.axis_label_text_font_style = "normal"
-        fig.outline_line_color = "#444"
-        for _, start, _ in groups[1:]:
-            fig.add_layout(Span(location=start, dimension="height",
-                                line_color="black", line_width=1))
-        fig.xaxis.visible = False
-        if groups and (j == 0 or j == len(panels) - 1):
-            # population names under the last panel, and over the first when
-            # there are several (a long page scrolls them out of view)
-            ticks = [(start + stop) / 2 for _, start, stop in groups]
-            axis = LinearAxis(
-                ticker=FixedTicker(ticks=ticks),
-                major_label_overrides={
-                    t: g[0] for t, g in zip(ticks, groups, strict=True)},
-                major_tick_line_color=None, minor_tick_line_color=None,
-                major_label_orientation=(math.pi / 2 if len(groups) * 80 > _WIDTH
-                                         else "horizontal"))
-            fig.add_layout(axis, "below" if j == len(panels) - 1 else "above")
-            fig.height += 60 if len(groups) * 80 > _WIDTH else 25
-        elif j == len(panels) - 1:
-            fig.xaxis.visible = True
-            fig.xaxis.axis_label = f"{n} individuals, grouped by dominant component"
-            fig.xaxis.major_label_text_font_size = "0px"
-        figures.append(fig)
-    K_sort = panels[sort_index].K
-    options = [("main", "population's main component (as admixspec plot)")] + [
-        (f"c{k}", f"component {k + 1}") for k in range(K_sort)]
-    select = Select(title="Order individuals within each population by",
-                    value="main", options=options, width=420, name="sort")
-    select.js_on_change("value", CustomJS(
-        args={"source": source, "orders": order_source, "select": select,
-              "panels": image_sources},
-        code=_REORDER))
-    return column(select, *figures), source
+    return data, tooltips
+
+
+def _panel_figure(j, panel, images, x_range, tooltip, lookup, groups, position,
+                  colours):
+    """Panel ``j``'s figure: its bar image, hover, population separators and,
+    on the first and last panel (``position``), the population names."""
+    from bokeh.models import (
+        FixedTicker,
+        HoverTool,
+        LinearAxis,
+        LinearColorMapper,
+        Range1d,
+        Span,
+    )
+    from bokeh.plotting import figure
+
+    n = images.data["image"][0].shape[1]
+    fig = figure(
+        width=_WIDTH, height=_PANEL_HEIGHT, x_range=x_range, y_range=Range1d(0, 1),
+        tools="xpan,xwheel_zoom,reset,save", toolbar_location="right",
+        name=f"panel-{j}", min_border_left=150,
+    )
+    mapper = LinearColorMapper(palette=list(colours[: panel.K]) * (
+        2 if panel.K == 1 else 1), low=-0.5, high=panel.K - 0.5)
+    bars = fig.image(image="image", x=0, y=0, dw=n, dh=1, color_mapper=mapper,
+                     source=images, name=f"bars-{j}")
+    fig.add_tools(HoverTool(renderers=[bars], tooltips=tooltip,
+                            formatters={"$x": lookup}, attachment="below"))
+    fig.ygrid.visible = False
+    fig.xgrid.visible = False
+    fig.yaxis.axis_label = panel.name
+    fig.yaxis.ticker = FixedTicker(ticks=[])
+    fig.yaxis.axis_label_standoff = 4
+    fig.yaxis.axis_label_text_font_size = "11px"
+    fig.yaxis.axis_label_text_font_style = "normal"
+    fig.outline_line_color = "#444"
+    for _, start, _ in groups[1:]:
+        fig.add_layout(Span(location=start, dimension="height",
+                            line_color="black", line_width=1))
+    fig.xaxis.visible = False
+    last = "last" in position
+    if groups and position:
+        # population names under the last panel, and over the first when
+        # there are several (a long page scrolls them out of view)
+        ticks = [(start + stop) / 2 for _, start, stop in groups]
+        axis = LinearAxis(
+            ticker=FixedTicker(ticks=ticks),
+            major_label_overrides={
+                t: g[0] for t, g in zip(ticks, groups, strict=True)},
+            major_tick_line_color=None, minor_tick_line_color=None,
+            major_label_orientation=(math.pi / 2 if len(groups) * 80 > _WIDTH
+                                     else "horizontal"))
+        fig.add_layout(axis, "below" if last else "above")
+        fig.height += 60 if len(groups) * 80 > _WIDTH else 25
+    elif last:
+        fig.xaxis.visible = True
+        fig.xaxis.axis_label = f"{n} individuals, grouped by dominant component"
+        fig.xaxis.major_label_text_font_size = "0px"
+    return fig
 
 
 def _run_figures(infos, panels):

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paper_simulation import PAPER_ALGORITHM, draw_params  # noqa: E402
+from paper_simulation import PAPER_ALGORITHM, draw_params
 
-from admixspec.spectral.binary_latent import (  # noqa: E402
+from admixspec.spectral.binary_latent import (
     fit_binary_latent,
     fit_oracle,
     simulate_binary_latent,
@@ -56,8 +56,9 @@ def report(name, rows):
     rows = np.array(rows)
     for label, col in (("paper's Algorithm 2", 0), ("library default", 2)):
         r = rows[:, col]
-        print(f"{name}: {label}: median {np.nanmedian(r):.3g}, worst {np.nanmax(r):.3g}, "
-              f"failed {int(np.isnan(r).sum())}, all {np.array2string(r, precision=3)}, "
+        print(f"{name}: {label}: median {np.nanmedian(r):.3g}, "
+              f"worst {np.nanmax(r):.3g}, failed {int(np.isnan(r).sum())}, "
+              f"all {np.array2string(r, precision=3)}, "
               f"mean {rows[:, col + 1].mean():.2f} s", flush=True)
 
 
@@ -71,9 +72,12 @@ def main():
             rows.append(ratios(data, 6, sigma, rep))
         report(f"Figure-2 design, n={n}, sigma={sigma}", rows)
     correlated = [  # name, d, m, correlation, mean range, sigma, n
-        ("d=4 m=12 correlation 0.6 sigma 0.4 n=3e4", 4, 12, 0.6, (0.2, 0.7), 0.4, 30_000),
-        ("d=8 m=40 correlation 0.4 sigma 0.4 n=1e5", 8, 40, 0.4, (0.3, 0.6), 0.4, 100_000),
-        ("d=6 m=30 correlation 0.6 sigma 0.6 n=1e5", 6, 30, 0.6, (0.2, 0.7), 0.6, 100_000),
+        ("d=4 m=12 correlation 0.6 sigma 0.4 n=3e4",
+         4, 12, 0.6, (0.2, 0.7), 0.4, 30_000),
+        ("d=8 m=40 correlation 0.4 sigma 0.4 n=1e5",
+         8, 40, 0.4, (0.3, 0.6), 0.4, 100_000),
+        ("d=6 m=30 correlation 0.6 sigma 0.6 n=1e5",
+         6, 30, 0.6, (0.2, 0.7), 0.6, 100_000),
         ("d=6 m=30 independent sigma 0.8 n=1e4", 6, 30, 0.0, (0.2, 0.5), 0.8, 10_000),
     ]
     for name, d, m, c, (low, high), sigma, n in correlated:

@@ -61,7 +61,8 @@ def in_memory(G, K: int, threads: int, *, max_iter: int) -> dict:
     return {"where": f"in memory, {threads} thread(s)", "start_s": 0.0, "fit_s": seconds,
             "iterations": result.n_iter,
             "passes": int(result.diagnostics["data_passes"]),
-            "mb_sent_per_pass": 0.0, "mb_gathered_per_pass": 0.0, "loglik": result.loglik}
+            "mb_sent_per_pass": 0.0, "mb_gathered_per_pass": 0.0,
+            "loglik": result.loglik}
 
 
 def on_cluster(G, K: int, workers: int, *, max_iter: int) -> dict:
@@ -124,8 +125,8 @@ def table(rows) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
-            f"| {r['where']} | {r['start_s']:.1f} | {r['fit_s']:.1f} | {r['iterations']} | "
-            f"{r['passes']} | {r['mb_sent_per_pass']:.2f} | "
+            f"| {r['where']} | {r['start_s']:.1f} | {r['fit_s']:.1f} | "
+            f"{r['iterations']} | {r['passes']} | {r['mb_sent_per_pass']:.2f} | "
             f"{r['mb_gathered_per_pass']:.2f} | {r['loglik_rel_diff']:.1e} |")
     return "\n".join(lines)
 

@@ -70,6 +70,37 @@ def run_fastmixture(exe, genotypes, K, threads, workdir):
     return (Q, P, dt, cpu), proc.stdout
 
 
+def run_adamixture(exe, genotypes, K, threads, workdir):
+    """ADAMIXTURE (its defaults: SVD + ALS start, BR-QN, seed 42) on PLINK files.
+
+    Returns ``((Q, P, wall seconds, CPU seconds), stdout)``, or ``(None, error
+    text)``. In single-K mode ADAMIXTURE always draws a PNG of Q (no option turns
+    it off), so its times include the plot. It counts the .bim column-5 allele
+    and flips the whole matrix when that allele's mean dosage is >= 1
+    ("Flipping genotype encoding" in its log), so its P is the frequency of our
+    allele (column 6) after a flip and of the other allele otherwise (checked
+    on a Balding-Nichols matrix, flipped, and on the suite's ooa-ref, not
+    flipped: our log-likelihood of its Q and P, so oriented, equals its own).
+    """
+    prefix = Path(workdir) / "data"
+    write_plink(prefix, genotypes)
+    out = Path(workdir) / "adamixture"
+    t = time.perf_counter()
+    cpu0 = _children_cpu()
+    proc = subprocess.run([exe, "-k", str(K), "--threads", str(threads),
+                           "--data_path", f"{prefix}.bed", "--save_dir", str(out),
+                           "--name", "fit"], capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    cpu = _children_cpu() - cpu0
+    if proc.returncode != 0:
+        return None, proc.stderr[-500:] + proc.stdout[-500:]
+    Q = np.loadtxt(out / f"fit.{K}.Q", ndmin=2)
+    P = np.loadtxt(out / f"fit.{K}.P", ndmin=2)
+    if "Flipping genotype encoding" not in proc.stdout + proc.stderr:
+        P = 1.0 - P
+    return (Q, P, dt, cpu), proc.stdout
+
+
 def _children_cpu():
     """CPU seconds (user + system) of finished child processes."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -31,10 +31,12 @@ rate, run by msprime directly on the stdpopsim model's ``Demography``.
 
 For each data set the script runs ``fit_admixture`` three ways — ``refine=False``
 (spectral), ``refine=True`` (spectral+ML) and ``refine="auto"`` (the default, whose
-choice is :func:`admixspec.fit.choice.choose_estimator`) — and records Q error against
-the truth (:func:`admixspec.core.metrics.q_error`), log-likelihood, wall time, the error of
+choice is :func:`admixspec.fit.choice.choose_estimator`) — and the peers fastmixture 1.3.0
+and ADAMIXTURE 1.8.8 (one thread, their defaults, on the same matrix written as
+PLINK files; skipped when not installed), and records Q error against the truth
+(:func:`admixspec.core.metrics.q_error`), log-likelihood, wall and CPU time, the error of
 reporting everyone at the column means of the true Q (the baseline a good estimator
-must beat when individuals carry little information) and the default's evidence.
+must beat when individuals carry little information) and the default's statistics.
 
 Usage::
 
@@ -51,6 +53,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import os
 import shutil
 import sys
 import tempfile
@@ -61,14 +64,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ml_speed import run_fastmixture  # noqa: E402 - the benchmarks' fastmixture runner
+from ml_speed import (
+    run_adamixture,
+    run_fastmixture,
+)
 
 from admixspec.core.exceptions import ConvergenceWarning
 from admixspec.core.filters import filter_monomorphic
 from admixspec.core.genotypes import Genotypes
 from admixspec.core.metrics import q_error
-from admixspec.ml.likelihood import loglikelihood
 from admixspec.fit.admixture import fit_admixture
+from admixspec.ml.likelihood import loglikelihood
 from admixspec.simulate import (
     _mosaic_blocks,
     simulate_admixture,
@@ -78,6 +84,7 @@ from admixspec.simulate import (
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / "results" / "realistic_suite"
 CSV_PATH = ROOT / "benchmarks" / "results" / "realistic_suite.csv"
+PEERS_PATH = os.environ.get("ADMIXSPEC_PEERS", "/work/peers/bin")
 K = 3
 N_INDIVIDUALS = 200
 N_SNPS = 20_000
@@ -110,11 +117,11 @@ SETTINGS = {
 }
 
 
-def _keep_snps(dosage, rng):
-    """Polymorphic SNPs, N_SNPS of them at random (position order kept)."""
+def _keep_snps(dosage, rng, n_snps=N_SNPS):
+    """Polymorphic SNPs, ``n_snps`` of them at random (position order kept)."""
     keep = np.flatnonzero(dosage.min(axis=0) != dosage.max(axis=0))
-    if len(keep) > N_SNPS:
-        keep = np.sort(rng.choice(keep, size=N_SNPS, replace=False))
+    if len(keep) > n_snps:
+        keep = np.sort(rng.choice(keep, size=n_snps, replace=False))
     return np.ascontiguousarray(dosage[:, keep])
 
 
@@ -185,8 +192,14 @@ def _census_ancestry(ts, demography):
 
 
 def simulate_mosaic(seed, *, model, sources, unadmixed, missing=0.0,
-                    sequence_length=10e6, block_rate=20.0, bp_per_morgan=1e8):
-    """Mosaics of present-day haplotypes of three sources of a stdpopsim model."""
+                    sequence_length=10e6, block_rate=20.0, bp_per_morgan=1e8,
+                    alpha=1.0, n_individuals=N_INDIVIDUALS, n_snps=N_SNPS):
+    """Mosaics of present-day haplotypes of three sources of a stdpopsim model.
+
+    ``alpha`` (Dirichlet concentration of the admixed individuals' proportions),
+    ``n_individuals`` and ``n_snps`` default to the suite's settings;
+    benchmarks/choice_grid.py varies them.
+    """
     import msprime
 
     homsap = _homsap(model)
@@ -199,13 +212,13 @@ def simulate_mosaic(seed, *, model, sources, unadmixed, missing=0.0,
     ts = msprime.sim_mutations(ts, rate=homsap.mutation_rate,
                                random_seed=int(rng.integers(1, 2**31)))
     haplotypes, positions = _haplotypes(ts)
-    W = rng.dirichlet(np.ones(K), size=N_INDIVIDUALS)
-    n_pure = int(round(unadmixed * N_INDIVIDUALS))
+    W = rng.dirichlet(np.full(K, alpha), size=n_individuals)
+    n_pure = int(round(unadmixed * n_individuals))
     W[:n_pure] = np.eye(K)[np.arange(n_pure) % K]
-    dosage = np.full((N_INDIVIDUALS, haplotypes.shape[1]), 2, dtype=np.int8)
-    realised = np.zeros((N_INDIVIDUALS, K))
+    dosage = np.full((n_individuals, haplotypes.shape[1]), 2, dtype=np.int8)
+    realised = np.zeros((n_individuals, K))
     sites = np.arange(len(positions))
-    for i in range(N_INDIVIDUALS):  # a handful of blocks per chromosome
+    for i in range(n_individuals):  # a handful of blocks per chromosome
         for _ in range(2):
             ends, pops = _mosaic_blocks(rng, W[i], sequence_length,
                                         block_rate / bp_per_morgan)
@@ -213,7 +226,7 @@ def simulate_mosaic(seed, *, model, sources, unadmixed, missing=0.0,
             copied = pops * N_HAPLOTYPES + rng.integers(0, N_HAPLOTYPES, size=len(pops))
             block = np.searchsorted(ends, positions, side="right")
             dosage[i] -= haplotypes[copied[block], sites]
-    dosage = _keep_snps(dosage, rng)
+    dosage = _keep_snps(dosage, rng, n_snps)
     if missing:
         dosage[rng.random(dosage.shape) < missing] = -1
     return dosage, realised / realised.sum(axis=1, keepdims=True)
@@ -258,22 +271,29 @@ def _record(row, estimator, Q_true, result, seconds, cpu_seconds):
     row[f"{estimator}_converged"] = result.converged
 
 
-def fastmixture_row(dosage, Q_true, workdir):
-    """fastmixture 1.3.0 (one thread, its defaults) on the suite's matrix.
+#: Peers run on the suite's matrices: name -> (runner in ml_speed.py, executable).
+PEERS = {"fastmixture": (run_fastmixture, "fastmixture"),
+         "adamixture": (run_adamixture, "adamixture")}
+
+
+def peer_row(name, dosage, Q_true, workdir):
+    """A peer (fastmixture 1.3.0, ADAMIXTURE 1.8.8; one thread, its defaults).
 
     Returns (Q error, log-likelihood, wall seconds, CPU seconds), or None when
-    fastmixture is not installed (it is a benchmark-only peer). fastmixture
-    refuses SNPs monomorphic among the observed genotypes (5% missing leaves a
-    few): it gets the others, and its log-likelihood is theirs.
+    the peer is not installed (they are benchmark-only tools: on PATH, beside
+    this Python, or in ``ADMIXSPEC_PEERS``, default /work/peers/bin). Both
+    refuse SNPs monomorphic among the observed genotypes (5% missing leaves a
+    few): they get the others, and the log-likelihood is theirs.
     """
-    exe = shutil.which("fastmixture") or shutil.which(
-        "fastmixture", path=str(Path(sys.executable).parent))
+    runner, program = PEERS[name]
+    exe = shutil.which(program) or shutil.which(
+        program, path=f"{Path(sys.executable).parent}:{PEERS_PATH}")
     if exe is None:
         return None
     genotypes = filter_monomorphic(Genotypes.from_array(dosage))
-    fit, log = run_fastmixture(exe, genotypes, K, 1, workdir)
+    fit, log = runner(exe, genotypes, K, 1, workdir)
     if fit is None:
-        raise RuntimeError(f"fastmixture failed: {log}")
+        raise RuntimeError(f"{name} failed: {log}")
     Q, P, seconds, cpu = fit
     return q_error(Q_true, Q), loglikelihood(genotypes.dosage, Q, P), seconds, cpu
 
@@ -291,31 +311,27 @@ def evaluate(name, replicate, *, seed=0):
     _record(row, "spectral+ml", Q_true, *_timed_fit(dosage, seed, True))
     default, *seconds = _timed_fit(dosage, seed, "auto")
     _record(row, "default", Q_true, default, *seconds)
-    evidence = default.diagnostics["selection"]
+    choice = default.diagnostics["choice"]
     row["default_path"] = default.path
-    row.update({f"z_{key}": evidence[key]
-                for key in ("gain_per_individual", "gain_se", "z", "held_out")})
-    row["selection_seconds"] = default.timings["selection"]
-    with tempfile.TemporaryDirectory() as workdir:
-        peer = fastmixture_row(dosage, Q_true, workdir)
-    if peer is not None:
-        for key, value in zip(("error", "loglik", "seconds", "cpu_seconds"), peer):
-            row[f"fastmixture_{key}"] = value
+    row["near_extreme_min"] = min(choice["statistics"]["near_extreme"])
+    row["choice_seconds"] = choice["seconds"]
+    for name in PEERS:
+        with tempfile.TemporaryDirectory() as workdir:
+            peer = peer_row(name, dosage, Q_true, workdir)
+        if peer is not None:
+            for key, value in zip(("error", "loglik", "seconds", "cpu_seconds"), peer):
+                row[f"{name}_{key}"] = value
     return row
-
-
-def _effect(row):
-    """The selection's effect size: z over the square root of the held-out count."""
-    return float(row["z_z"]) / np.sqrt(float(row["z_held_out"]))
 
 
 def summarise(rows):
     """Markdown table of per-setting means (Q error, time) and the default's choices."""
-    peers = ESTIMATORS + ("fastmixture",)
+    peers = ESTIMATORS + tuple(PEERS)
     lines = ["| setting | reps | spectral | spectral+ML | default | fastmixture | "
-             "default ÷ better | column means | default chose ML | effect (mean) | "
-             "log-lik default − ML | CPU s spectral / +ML / default / fastmixture |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ADAMIXTURE | default ÷ better | column means | default chose ML | "
+             "near-extreme (median) | log-lik default − ML | CPU s spectral / +ML / "
+             "default / fastmixture / ADAMIXTURE |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in dict.fromkeys(row["setting"] for row in rows):
         group = [row for row in rows if row["setting"] == name]
 
@@ -327,10 +343,10 @@ def summarise(rows):
         lines.append(
             f"| {name} | {len(group)} | {mean('spectral_error'):.4f} | "
             f"{mean('spectral+ml_error'):.4f} | {mean('default_error'):.4f} | "
-            f"{mean('fastmixture_error'):.4f} | "
+            f"{mean('fastmixture_error'):.4f} | {mean('adamixture_error'):.4f} | "
             f"{mean('default_error') / better:.2f} | "
             f"{mean('column_mean_error'):.4f} | {chose_ml}/{len(group)} | "
-            f"{np.mean([_effect(row) for row in group]):.2f} | "
+            f"{np.median([float(row['near_extreme_min']) for row in group]):.0f} | "
             f"{mean('default_loglik') - mean('spectral+ml_loglik'):.0f} | "
             + " / ".join(f"{mean(f'{e}_cpu_seconds'):.1f}" for e in peers) + " |")
     lines.append("")
@@ -366,7 +382,8 @@ def main(argv=None):
                 row = evaluate(name, replicate)
                 print(f"{name} {replicate}: " + ", ".join(
                     f"{e} {row[f'{e}_error']:.4f} ({row[f'{e}_seconds']:.1f} s)"
-                    for e in ESTIMATORS) + f", z {row['z_z']:.2f}", flush=True)
+                    for e in ESTIMATORS) + f", near-extreme {row['near_extreme_min']}",
+                      flush=True)
                 new = not args.out.exists()
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 with open(args.out, "a", newline="") as handle:

@@ -91,10 +91,10 @@ def nested_q(n: int, k_max: int, seed: int):
 def write_fake_run(prefix: Path, n: int, k_max: int, seed: int = 1) -> Path:
     """A run's outputs over K = 2..k_max (see the module docstring); the labels file."""
     from admixspec import write_q
+    from admixspec.fit.modes import find_modes
     from admixspec.io.admixture import format_matrix
     from admixspec.io.common import write_text
     from admixspec.io.modes import write_modes
-    from admixspec.fit.modes import find_modes
 
     rng = np.random.default_rng(seed)
     Qs, populations = nested_q(n, k_max, seed)

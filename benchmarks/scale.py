@@ -82,7 +82,8 @@ def simulate_bed(prefix: Path, n_individuals: int, n_snps: int, K: int, *, seed:
             frequency = Q @ P.T  # (individuals, block)
             # Binomial(2, f) as two Bernoulli(f) draws: the same distribution as
             # rng.binomial, six times faster (10^10 genotypes in settings a and b)
-            dosage = (rng.random(frequency.shape, dtype=np.float32) < frequency).view(np.int8)
+            dosage = (rng.random(frequency.shape, dtype=np.float32)
+                      < frequency).view(np.int8)
             dosage += rng.random(frequency.shape, dtype=np.float32) < frequency
             for column in dosage.T:  # the writer takes one SNP at a time
                 writer.write(column)

@@ -1,4 +1,4 @@
-"""The spectral estimate under shared drift: anchored whitening and a privacy second pass.
+"""Spectral estimate under shared drift: anchored whitening and a privacy second pass.
 
 Issue 11, item 2. On the realistic suite's out-of-Africa and Papuan mosaics the
 spectral estimate's Q error was 0.25-0.31 (ML: 0.03-0.05). This script measures, on
@@ -11,8 +11,8 @@ ways:
     estimator before this change: ``spectral_scan(anchor=False)``).
 ``anchored``
     Every window whitened inside the column space of all SNPs' second moment, only
-    the K x K core from the window (:func:`admixspec.spectral.denoise.whiten_in_subspace`;
-    the default now).
+    the K x K core from the window
+    (:func:`admixspec.spectral.denoise.whiten_in_subspace`; the default now).
 ``anchored-min1000``
     ``anchored`` with windows of fewer than 1,000 SNPs skipped (the default skips
     those under 200: ``admixspec.fit.default.MIN_MOMENT_SNPS``).
@@ -54,9 +54,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realistic_suite import load_setting
 
 from admixspec import fit_admixture
-from admixspec.fit import default as model
 from admixspec.core.genotypes import allele_counts
 from admixspec.core.metrics import q_error
+from admixspec.fit import default as model
 from admixspec.spectral.estimate import (
     column_space,
     privacy_pass,
@@ -75,7 +75,8 @@ DEFAULT_SETTINGS = ("ooa", "papuan", "american", "bn", "paper-a1", "paper-a10")
 #: Scan variants: name -> (anchor, privacy passes, smallest window in SNPs; None:
 #: the default's).
 SCAN_VARIANTS = {"window": (False, 0, None), "anchored": (True, 0, None),
-                 "anchored-min1000": (True, 0, 1000), "privacy-gated-x1": (True, 1, None),
+                 "anchored-min1000": (True, 0, 1000),
+                 "privacy-gated-x1": (True, 1, None),
                  "privacy-gated-x2": (True, 2, None)}
 
 
@@ -99,8 +100,8 @@ def forced_privacy_passes(dosage, Q, n_passes):
     rare, flip = rare_allele_snps(*counts, max_frequency=0.5)
     subspace, _ = column_space(dosage, K, rare, flip)
     for _ in range(n_passes):
-        result = privacy_pass(dosage, K, Q, subspace, sample=sample, rescore_sample=rescore,
-                              counts=counts, seed=SEED)
+        result = privacy_pass(dosage, K, Q, subspace, sample=sample,
+                              rescore_sample=rescore, counts=counts, seed=SEED)
         if result is None or result.Q is None:  # keep the previous Q
             break
         Q = result.Q

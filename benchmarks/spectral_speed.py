@@ -73,7 +73,8 @@ def main(argv=None):
     print(f"spectral: {t_spectral:.1f} s, Q error {q_error(sim.Q, spectral.Q):.4f}, "
           f"loglik {spectral.loglik:.1f}, timings {spectral.timings}", flush=True)
     clock = time.perf_counter()
-    ml = fit_ml(G, 4, init="random", seed=1, threads=args.threads, max_iter=args.max_iter)
+    ml = fit_ml(G, 4, init="random", seed=1, threads=args.threads,
+                max_iter=args.max_iter)
     t_ml = time.perf_counter() - clock
     print(f"ML EM (random start): {t_ml:.1f} s, {ml.n_iter} iterations "
           f"({'converged' if ml.converged else 'NOT converged'}), Q error "

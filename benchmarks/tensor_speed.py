@@ -21,7 +21,11 @@ import time
 
 import numpy as np
 
-from admixspec.spectral.binary_latent import fit_binary_latent, simulate_binary_latent, w_error
+from admixspec.spectral.binary_latent import (
+    fit_binary_latent,
+    simulate_binary_latent,
+    w_error,
+)
 from admixspec.spectral.tensor import eigenpairs, new_pairs, symmetrize
 
 

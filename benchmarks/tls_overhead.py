@@ -3,9 +3,10 @@
 The same fit (``fit_admixture(method="ml", seed=1, max_iter=...)`` on
 Balding-Nichols genotypes, F_ST 0.1, Dirichlet(0.5)) runs on a LocalCluster
 of N single-threaded worker processes started as ``--scheduler local:N``
-starts it (TLS with a temporary certificate, :func:`admixspec.backends.distributed.connect`)
-and on the same cluster without TLS (plain ``tcp://``, what ``local:N`` did
-before), alternating, ``--repeats`` times each. Per run: the cluster's start
+starts it (TLS with a temporary certificate,
+:func:`admixspec.backends.distributed.connect`) and on the same cluster without
+TLS (plain ``tcp://``, what ``local:N`` did before), alternating,
+``--repeats`` times each. Per run: the cluster's start
 (and the workers' first import of admixspec), the fit's wall time, and the CPU
 time of this process and of the workers (``getrusage`` of the children,
 counted once the cluster has stopped), plus the bytes the passes moved. On a

@@ -73,10 +73,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from admixspec import read_genotypes
+    from admixspec.fit.modes import find_modes
     from admixspec.io.admixture import format_matrix
     from admixspec.io.common import format_json, write_all_or_none
     from admixspec.io.modes import modes_outputs
-    from admixspec.fit.modes import find_modes
     from admixspec.io.provenance import run_header, run_record
     from admixspec.report import write_report
     from admixspec.spectral.estimate import k_hint

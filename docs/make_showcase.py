@@ -75,8 +75,9 @@ def main(argv=None) -> int:
     prefix = args.workdir / "1kg"
     if not args.skip_run:
         command = [
-            sys.executable, "-m", "admixspec", "run", str(BED), "-K", args.K, "--out", str(prefix),
-            "--seed", str(args.seed), "-j", str(args.threads), *args.extra,
+            sys.executable, "-m", "admixspec", "run", str(BED), "-K", args.K,
+            "--out", str(prefix), "--seed", str(args.seed), "-j", str(args.threads),
+            *args.extra,
         ]
         if args.cv:
             command += ["--cv", str(args.cv)]

@@ -1,4 +1,7 @@
-"""Tests of admixspec.spectral.binary_latent: Algorithms 1-2 of the seed paper and baselines."""
+"""Tests of admixspec.spectral.binary_latent.
+
+Algorithms 1-2 of the seed paper and baselines.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
+from admixspec.core.exceptions import UsageError
 from admixspec.spectral.binary_latent import (
     estimate_rank_and_noise,
     fit_als,
@@ -17,7 +21,6 @@ from admixspec.spectral.binary_latent import (
     w_error,
     wls_step,
 )
-from admixspec.core.exceptions import UsageError
 
 
 def _rigid_data(d=5, m=12, n_random=300, seed=0):

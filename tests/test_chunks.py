@@ -11,7 +11,7 @@ from admixspec.ml.newton import BlockNewton
 
 
 class SplitChunks:
-    """An in-memory matrix served in several chunks of SNPs (copies, as a reader makes)."""
+    """An in-memory matrix served in several SNP chunks (copies, as a reader makes)."""
 
     def __init__(self, G, chunk_snps):
         self.G = G

@@ -13,7 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from admixspec import InputError, read_genotypes, read_p, read_q, simulate_balding_nichols
+from admixspec import (
+    InputError,
+    read_genotypes,
+    read_p,
+    read_q,
+    simulate_balding_nichols,
+)
 from admixspec.cli import get_parser, main
 from admixspec.io import write_plink, write_vcf
 

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from admixspec import UsageError, simulate_balding_nichols
-from admixspec.ml.crossval import CVResult, cross_validate, format_cv
 from admixspec.ml._kernels.likelihood import fold_of
+from admixspec.ml.crossval import CVResult, cross_validate, format_cv
 
 
 def _cv_best_k(G, ks, seed, folds=5, tol=None):

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from admixspec.core.frequencies import frequency_blocks
 from admixspec.spectral.denoise import (
     complete_diagonal,
     masked_tensor_operator,
@@ -10,9 +11,8 @@ from admixspec.spectral.denoise import (
     whiten,
     whiten_in_subspace,
 )
-from admixspec.spectral.tensor import symmetrize
-from admixspec.core.frequencies import frequency_blocks
 from admixspec.spectral.moments import second_moments, whitened_third_moment_terms
+from admixspec.spectral.tensor import symmetrize
 
 from .reference import dense_third_moment, distinct_mask, masked_least_squares_tensor
 
@@ -60,7 +60,8 @@ class TestWhiten:
         rng = np.random.default_rng(3)
         A = rng.random((12, 4))
         white = whiten(A @ A.T, 4)
-        np.testing.assert_allclose(white.K_white.T @ (A @ A.T) @ white.K_white, np.eye(4), atol=1e-10)
+        np.testing.assert_allclose(white.K_white.T @ (A @ A.T) @ white.K_white,
+                                   np.eye(4), atol=1e-10)
         np.testing.assert_allclose(white.K_white.T @ white.B, np.eye(4), atol=1e-10)
 
     def test_whiten__rejects_rank_deficient(self):
@@ -86,7 +87,8 @@ class TestMaskedTensor:
         moments = second_moments(frequency_blocks(dosage, block_size=1000))
         R, _ = complete_diagonal(moments.M2, 3)
         white = whiten(R, 3)
-        terms = whitened_third_moment_terms(frequency_blocks(dosage, block_size=700), white.B)
+        terms = whitened_third_moment_terms(frequency_blocks(dosage, block_size=700),
+                                            white.B)
         W, info = solve_masked_tensor(terms, white.B)
         expected = masked_least_squares_tensor(dense_third_moment(X), white.B.T)
         np.testing.assert_allclose(W, symmetrize(expected), atol=1e-9)
@@ -98,9 +100,12 @@ class TestMaskedTensor:
         B = np.random.default_rng(5).normal(size=(5, 2))
         terms = whitened_third_moment_terms(frequency_blocks(dosage, block_size=64), B)
         M3 = dense_third_moment(X)
-        np.testing.assert_allclose(terms.full, np.einsum("abc,ai,bj,ck->ijk", M3, B, B, B), atol=1e-12)
+        np.testing.assert_allclose(terms.full,
+                                   np.einsum("abc,ai,bj,ck->ijk", M3, B, B, B),
+                                   atol=1e-12)
         np.testing.assert_allclose(terms.cube, np.einsum("aaa->a", M3), atol=1e-12)
-        np.testing.assert_allclose(terms.pair, np.einsum("aac,ck->ak", M3, B), atol=1e-12)
+        np.testing.assert_allclose(terms.pair, np.einsum("aac,ck->ak", M3, B),
+                                   atol=1e-12)
 
 
 class TestWhitenInSubspace:
@@ -124,7 +129,8 @@ class TestWhitenInSubspace:
         U = np.linalg.qr(A)[0]
         anchored, plain = whiten_in_subspace(U.T @ R @ U, np.diag(R), U), whiten(R, 3)
         np.testing.assert_allclose(anchored.eigenvalues, plain.eigenvalues, rtol=1e-9)
-        np.testing.assert_allclose(np.abs(anchored.K_white.T @ plain.B), np.eye(3), atol=1e-8)
+        np.testing.assert_allclose(np.abs(anchored.K_white.T @ plain.B), np.eye(3),
+                                   atol=1e-8)
 
     def test_whiten_in_subspace__rejects_core_not_positive_definite(self):
         rng = np.random.default_rng(8)

@@ -19,8 +19,8 @@ from admixspec.ml.newton import BlockNewton
 
 distributed = pytest.importorskip("distributed")
 
-from admixspec.backends.distributed import DaskChunks, connect, use_client
-from admixspec.backends.distributed.cluster import parse_scheduler
+from admixspec.backends.distributed import DaskChunks, connect, use_client  # noqa: E402
+from admixspec.backends.distributed.cluster import parse_scheduler  # noqa: E402
 
 K = 3
 
@@ -52,13 +52,15 @@ def test_passes__equal_in_memory_passes(client_fixture, sim_fixture):
     np.testing.assert_array_equal(chunks.n_observed, (G >= 0).sum(axis=1))
     local, remote = Engine(G, K), Engine(chunks, K)
     assert _relative(remote.loglik(Q, P), local.loglik(Q, P)) < 1e-12
-    for want, got in zip(local.em(Q, P), remote.em(Q, P)):
+    for want, got in zip(local.em(Q, P), remote.em(Q, P), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12)
-    for want, got in zip(BlockNewton(local).step(Q, P), BlockNewton(remote).step(Q, P)):
+    for want, got in zip(BlockNewton(local).step(Q, P), BlockNewton(remote).step(Q, P),
+                         strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def test_traffic__counts_p_rows_and_shared_arrays_per_worker(client_fixture, sim_fixture):
+def test_traffic__counts_p_rows_and_shared_arrays_per_worker(client_fixture,
+                                                             sim_fixture):
     G, Q, P = sim_fixture.genotypes.dosage, sim_fixture.Q, sim_fixture.P
     chunks = DaskChunks.scatter(client_fixture, G)
     assert len(chunks.bounds) == 2  # one chunk per worker thread
@@ -74,7 +76,8 @@ def test_q_statistics__summed_in_a_tree_on_the_workers(client_fixture, sim_fixtu
     chunks = DaskChunks.scatter(client_fixture, G, chunk_snps=192)
     assert len(chunks.bounds) == 8
     local, remote = Engine(G, K), Engine(chunks, K)
-    for want, got in zip(BlockNewton(local).step(Q, P), BlockNewton(remote).step(Q, P)):
+    for want, got in zip(BlockNewton(local).step(Q, P), BlockNewton(remote).step(Q, P),
+                         strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12)
     # the client gathers the new P rows and one (m, K + K(K+1)/2) sum, not eight
     statistics = G.shape[0] * (K + K * (K + 1) // 2) * 8

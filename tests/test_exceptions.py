@@ -6,12 +6,17 @@ import sys
 
 import pytest
 
-from admixspec.core.exceptions import AdmixspecError, MissingDependencyError, import_optional
+from admixspec.core.exceptions import (
+    AdmixspecError,
+    MissingDependencyError,
+    import_optional,
+)
 
 
 class TestImportOptional:
     def test_import_optional__returns_the_module(self):
-        assert import_optional("json", extra="none", needed_for="x") is sys.modules["json"]
+        assert (import_optional("json", extra="none", needed_for="x")
+                is sys.modules["json"])
 
     def test_import_optional__missing_names_package_and_extra(self, monkeypatch):
         monkeypatch.setitem(sys.modules, "allel", None)  # import allel fails

@@ -6,11 +6,10 @@ and the CV ordering are slow (minutes on a loaded 2-core machine) and marked
 """
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-
-from pathlib import Path
 
 HAPMAP3 = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata" / (
     "hapmap3_admixture_tutorial")

@@ -13,7 +13,6 @@ from admixspec.core.metrics import q_error
 from admixspec.ml.likelihood import loglikelihood
 from admixspec.fit.admixture import fit_admixture
 from admixspec.fit.default import rare_allele_share
-from admixspec.fit.choice import EFFECT_THRESHOLD
 
 from .reference import simulate_structured
 
@@ -80,31 +79,28 @@ class TestFitAdmixture:
 
 
 class TestRefinementDecision:
-    def test_default__follows_the_held_out_evidence(self):
-        # which estimator is right is tested against truth in test_selection.py
+    def test_default__follows_the_choice(self):
+        # which estimator is right is tested against truth in test_choice.py
         sim = simulate_balding_nichols(80, 4000, 3, fst=0.1, alpha=1.0,
                                        unadmixed_fraction=0.25, seed=1)
         default = fit_admixture(sim.genotypes, 3, seed=0)
-        evidence = default.diagnostics["selection"]
-        expected = "spectral+ml" if evidence["effect"] > EFFECT_THRESHOLD else "spectral"
-        assert default.path == expected
-        assert f"effect {evidence['effect']:.2f}" in default.diagnostics["refine_reason"]
+        choice = default.diagnostics["choice"]
+        assert default.path == choice["estimator"] == "spectral+ml"
+        assert choice["statistics"]["rare_allele_share"] == \
+            default.diagnostics["rare_allele_share"]
         reason = default.diagnostics["refine_reason"]
+        assert reason == choice["reason"]
         assert f"Refine reason: {reason}" in default.log_lines
 
-    def test_default_ml__keeps_the_better_of_refine_and_the_training_fit(self):
-        # the default maximises the likelihood from --refine's start and from the
-        # selection's training fit, and keeps the higher optimum
+    def test_default_ml__is_the_refine_fit(self):
+        # one ML fit, from the spectral start: the same as --refine's
         sim = simulate_balding_nichols(80, 4000, 3, fst=0.1, alpha=1.0,
                                        unadmixed_fraction=0.25, seed=1)
         default = fit_admixture(sim.genotypes, 3, seed=0)
         refined = fit_admixture(sim.genotypes, 3, seed=0, refine=True)
-        starts = default.diagnostics["ml_starts"]
         assert default.path == "spectral+ml"
-        assert set(starts) == {"spectral estimate", "training fit"}
-        assert starts["spectral estimate"] == refined.loglik
-        assert default.loglik == max(starts.values()) >= refined.loglik
-        assert any(line.startswith("ML starts: ") for line in default.log_lines)
+        assert default.loglik == refined.loglik
+        np.testing.assert_array_equal(default.Q, refined.Q)
 
     @pytest.mark.parametrize(("refine", "path"), [(True, "spectral+ml"),
                                                   (False, "spectral")])
@@ -112,7 +108,7 @@ class TestRefinementDecision:
         sim = simulate_balding_nichols(40, 1500, 2, fst=0.2, alpha=0.5, seed=3)
         result = fit_admixture(sim.genotypes, 2, seed=0, refine=refine)
         assert result.path == path
-        assert "selection" not in result.diagnostics
+        assert "choice" not in result.diagnostics
         assert result.diagnostics["refine_reason"] == "requested"
 
     def test_rare_allele_share__counts_low_frequency_polymorphic_snps(self):

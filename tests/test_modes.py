@@ -11,6 +11,13 @@ import numpy as np
 import pytest
 
 from admixspec import InputError, UsageError
+from admixspec.core.metrics import align_components
+from admixspec.fit.modes import (
+    DEFAULT_THRESHOLD,
+    align_mode_panels,
+    find_modes,
+    similarity,
+)
 from admixspec.io.modes import (
     MODES_COLUMNS,
     mode_panels,
@@ -19,8 +26,6 @@ from admixspec.io.modes import (
     write_modes,
 )
 from admixspec.io.results import find_runs
-from admixspec.fit.modes import DEFAULT_THRESHOLD, align_mode_panels, find_modes, similarity
-from admixspec.core.metrics import align_components
 
 from .conftest import failing_on_call
 

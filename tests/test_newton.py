@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.ml.initial import random_init
 from admixspec.core.parameters import P_MAX, P_MIN, Q_MIN
 from admixspec.ml._kernels.newton import _RIDGE, constrained_newton_step
+from admixspec.ml.initial import random_init
 from admixspec.ml.likelihood import Engine, loglikelihood
 from admixspec.ml.newton import BlockNewton
 

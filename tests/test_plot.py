@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from admixspec import InputError, UsageError, simulate_balding_nichols
+from admixspec.core.metrics import align_components
 from admixspec.io.results import (
     find_runs,
     read_population_labels,
@@ -13,7 +14,6 @@ from admixspec.io.results import (
     read_sample_ids,
     summarize_runs,
 )
-from admixspec.core.metrics import align_components
 from admixspec.plot import ancestry_palette, plot_ancestry, plot_cv
 
 

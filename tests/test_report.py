@@ -22,10 +22,10 @@ from admixspec import (
     write_q,
 )
 from admixspec.core.exceptions import MissingDependencyError
+from admixspec.fit.modes import align_mode_panels, find_modes
 from admixspec.io.admixture import format_matrix
 from admixspec.io.common import write_text
 from admixspec.io.modes import write_modes
-from admixspec.fit.modes import align_mode_panels, find_modes
 from admixspec.plot import ancestry_palette, individual_order
 from admixspec.report import _LEVELS, _bar_image, _orders, report_html, write_report
 

@@ -6,10 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from admixspec.core.metrics import q_error
 from admixspec.core.genotypes import allele_counts
+from admixspec.core.metrics import q_error
 from admixspec.core.parameters import simplex_projection
-from admixspec.spectral.search import infeasibility, q_from_candidates
 from admixspec.spectral.estimate import (
     k_hint,
     privacy_pass,
@@ -19,6 +18,7 @@ from admixspec.spectral.estimate import (
     spectral_pass,
     spectral_scan,
 )
+from admixspec.spectral.search import infeasibility, q_from_candidates
 
 from .reference import simulate_structured as _simulate
 
@@ -27,7 +27,8 @@ def _run(dosage, K, snps, flip, seed=0):
     rng = np.random.default_rng(seed)
     sample = snp_sample(dosage, 4000, rng)
     rescore = snp_sample(dosage, 12000, rng)
-    return spectral_pass(dosage, K, snps, flip, sample=sample, rescore_sample=rescore, seed=seed)
+    return spectral_pass(dosage, K, snps, flip, sample=sample, rescore_sample=rescore,
+                         seed=seed)
 
 
 def _all_polymorphic(dosage):
@@ -39,13 +40,15 @@ def _all_polymorphic(dosage):
 class TestSpectralPass:
     # near-uniform proportions (alpha = 10) make W ill-conditioned: the same
     # candidate error costs more Q error there (measured 0.022 at this size)
-    @pytest.mark.parametrize(("alpha", "bound"), [(0.1, 0.01), (1.0, 0.01), (10.0, 0.03)])
+    @pytest.mark.parametrize(("alpha", "bound"),
+                             [(0.1, 0.01), (1.0, 0.01), (10.0, 0.03)])
     def test_binary_frequencies__recover_q(self, alpha, bound):
         dosage, Q, _ = _simulate("binary", alpha=alpha)
         result = _run(dosage, 3, *_all_polymorphic(dosage))
         assert q_error(Q, result.Q) < bound
 
-    @pytest.mark.parametrize(("alpha", "bound"), [(0.1, 0.02), (1.0, 0.02), (10.0, 0.05)])
+    @pytest.mark.parametrize(("alpha", "bound"),
+                             [(0.1, 0.02), (1.0, 0.02), (10.0, 0.05)])
     def test_private_alleles__recover_q(self, alpha, bound):
         dosage, Q, _ = _simulate("private", alpha=alpha)
         result = _run(dosage, 3, *_all_polymorphic(dosage))
@@ -61,7 +64,7 @@ class TestSpectralPass:
         ]
         distances = [
             np.linalg.norm(vectors[i] - row) / np.linalg.norm(row)
-            for i, row in zip(nearest, truth)
+            for i, row in zip(nearest, truth, strict=True)
         ]
         assert max(distances) < 0.05
         assert sorted(nearest) == sorted(result.search.subset.tolist())
@@ -93,8 +96,10 @@ def _family_sharing(seed, *, m=120, n_common=4000, n_rare=6000, n_families=8, sh
     Q = rng.dirichlet(np.ones(3), size=m)
     common = rng.uniform(0.05, 0.95, size=(n_common, 3))
     rare = np.zeros((n_rare, 3))
-    rare[np.arange(n_rare), rng.integers(3, size=n_rare)] = rng.uniform(0.02, 0.1, n_rare)
-    dosage = rng.binomial(2, np.clip(Q @ np.vstack([common, rare]).T, 0, 1)).astype(np.int8)
+    rare[np.arange(n_rare), rng.integers(3, size=n_rare)] = rng.uniform(
+        0.02, 0.1, n_rare)
+    dosage = rng.binomial(
+        2, np.clip(Q @ np.vstack([common, rare]).T, 0, 1)).astype(np.int8)
     families = rng.permutation(m)[: 3 * n_families].reshape(n_families, 3)
     shared = n_common + np.flatnonzero(rng.random(n_rare) < share)
     dosage[:, shared] = 0
@@ -176,7 +181,8 @@ class TestSearchCriteria:
         scores = infeasibility(candidates, subsets)
         assert scores[0] < 1e-8
         assert np.all(scores[1:] > 1e-3)
-        np.testing.assert_allclose(q_from_candidates(candidates[[0, 1, 2]]), Q, atol=1e-10)
+        np.testing.assert_allclose(q_from_candidates(candidates[[0, 1, 2]]), Q,
+                                   atol=1e-10)
 
     @settings(max_examples=50, deadline=None)
     @given(arrays(np.float64, (6, 4), elements=st.floats(-5, 5)))
@@ -189,7 +195,8 @@ class TestSearchCriteria:
     @given(arrays(np.float64, (5, 3), elements=st.floats(0.01, 1)))
     def test_simplex_projection__fixes_points_on_simplex(self, Y):
         on_simplex = Y / Y.sum(axis=1, keepdims=True)
-        np.testing.assert_allclose(simplex_projection(on_simplex), on_simplex, atol=1e-12)
+        np.testing.assert_allclose(simplex_projection(on_simplex), on_simplex,
+                                   atol=1e-12)
 
 
 class TestKHint:

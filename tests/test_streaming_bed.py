@@ -7,12 +7,12 @@ import pytest
 
 from admixspec import simulate_balding_nichols
 from admixspec.core.genotypes import snp_statistics
+from admixspec.core.parameters import check_params
 from admixspec.io import read_genotypes, streamed, write_plink
 from admixspec.io.bed_chunks import BedChunks
 from admixspec.io.plink import read_plink
 from admixspec.io.reader import open_streamed
 from admixspec.io.streamed import chunk_snps_for
-from admixspec.core.parameters import check_params
 from admixspec.ml.likelihood import Engine
 from admixspec.ml.newton import BlockNewton
 

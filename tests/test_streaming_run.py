@@ -8,9 +8,9 @@ import pytest
 
 from admixspec import simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.io.reader import memory_budget
-from admixspec.io import read_q, write_plink
 from admixspec.core.metrics import q_error
+from admixspec.io import read_q, write_plink
+from admixspec.io.reader import memory_budget
 
 
 @pytest.fixture(scope="module")

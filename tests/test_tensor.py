@@ -62,7 +62,7 @@ class TestHelpers:
         T = _random_symmetric(5, 2)
         U = np.random.default_rng(3).standard_normal((7, 5))
         batched = tensor_apply(T, U)
-        for row, u in zip(batched, U):
+        for row, u in zip(batched, U, strict=True):
             np.testing.assert_allclose(row, np.einsum("abc,b,c->a", T, u, u), atol=1e-12)
 
     def test_third_moment__matches_einsum_across_blocks(self):

@@ -58,7 +58,8 @@ class TestConstraints:
         (Interval(int, 1), 2.5, "tol must be an integer >= 1, got 2.5"),
         (Interval(int, 1), True, "tol must be an integer >= 1, got True"),
         (Interval(float, 0, 0.5), 0.7, r"tol must be in \[0, 0.5\], got 0.7"),
-        (Options("auto", True, False), 1, "tol must be one of 'auto', True, False; got 1"),
+        (Options("auto", True, False), 1,
+         "tol must be one of 'auto', True, False; got 1"),
     ])
     def test_out_of_range__usage_error_naming_the_argument(self, constraint, value,
                                                             message):

@@ -13,11 +13,11 @@ import pytest
 
 from admixspec import InputError
 from admixspec.cli import main
+from admixspec.core.metrics import q_error
 from admixspec.io import detect_format, read_genotypes, read_q, read_vcf
 from admixspec.io import vcz as vcz_module
 from admixspec.io.reader import open_streamed
 from admixspec.io.vcz import VczChunks, classify_alleles, read_vcz
-from admixspec.core.metrics import q_error
 
 pytest.importorskip("zarr")
 pytest.importorskip("bio2zarr")

@@ -18,7 +18,8 @@ as it did before chunks existed.
 from __future__ import annotations
 
 import contextvars
-from typing import Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -89,10 +90,11 @@ def add_sums(sums: list) -> tuple:
     >>> add_sums([(1.0, np.ones(2)), (2.0, np.ones(2))])
     (3.0, array([2., 2.]))
     """
-    return tuple(sum(fields) for fields in zip(*sums))
+    return tuple(sum(fields) for fields in zip(*sums, strict=True))
 
 
-def map_sum(chunks: GenotypeChunks, function: Callable, P, *shared) -> tuple[list, tuple]:
+def map_sum(chunks: GenotypeChunks, function: Callable, P,
+            *shared) -> tuple[list, tuple]:
     """Run a pass whose per-chunk statistics are only needed summed over chunks.
 
     ``function(G_chunk, P_rows, *shared)`` returns ``(rows, sums)``: ``rows``
@@ -199,14 +201,14 @@ class InMemoryChunks:
         self.n_observed = count_observed(G)
 
     def map(self, function: Callable, P, *shared) -> list:
-        """Run ``function(G, P, *shared)`` on the one chunk (see :class:`GenotypeChunks`)."""
+        """Run ``function(G, P, *shared)`` on the one chunk (:class:`GenotypeChunks`)."""
         return [function(self.G, P, *shared)]
 
 
 #: Where :func:`as_chunks` puts genotypes: None keeps them where they are (an
 #: int8 matrix in memory); a callable ``genotypes -> GenotypeChunks`` places them
-#: elsewhere (:func:`admixspec.backends.distributed.use_client` sets one that puts them on
-#: Dask workers).
+#: elsewhere (:func:`admixspec.backends.distributed.use_client` sets one that puts
+#: them on Dask workers).
 placement: contextvars.ContextVar = contextvars.ContextVar("admixspec_chunk_placement",
                                                           default=None)
 

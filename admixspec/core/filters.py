@@ -175,10 +175,11 @@ def parse_indep_pairwise(values) -> tuple[int, int, float]:
     --------
     >>> parse_indep_pairwise(["50", "5", "0.2"])
     (50, 5, 0.2)
-    >>> parse_indep_pairwise(["500kb", "1", "0.2"])
+    >>> parse_indep_pairwise(["500kb", "1", "0.2"])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    admixspec.core.exceptions.UsageError: --indep-pairwise: a window in kilobases ('500kb') is not supported; give the window as a SNP count (e.g. 50)
+    admixspec.core.exceptions.UsageError: --indep-pairwise: a window in kilobases
+    ('500kb') is not supported; give the window as a SNP count (e.g. 50)
     """
     values = list(values)
     if len(values) != 3:
@@ -340,9 +341,11 @@ def check_usable(genotypes: Genotypes) -> None:
     --------
     >>> import numpy as np
     >>> check_usable(Genotypes.from_array(np.zeros((1, 5))))
+    ... # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    admixspec.core.exceptions.InputError: fewer than 2 individuals left after filtering (1 left)
+    admixspec.core.exceptions.InputError: fewer than 2 individuals left after
+    filtering (1 left)
     """
     if genotypes.n_individuals < 2:
         raise InputError(
@@ -374,5 +377,6 @@ def check_K(K: int, n_individuals: int) -> None:
         raise UsageError(f"K must be at least 1, got {K}")
     if K >= n_individuals:
         raise UsageError(
-            f"K must be smaller than the number of individuals ({n_individuals}), got {K}"
+            f"K must be smaller than the number of individuals ({n_individuals}), "
+            f"got {K}"
         )

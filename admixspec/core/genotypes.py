@@ -120,7 +120,7 @@ class Genotypes:
             return 0.0
         return float(np.count_nonzero(self.dosage == MISSING)) / self.dosage.size
 
-    def subset(self, individuals=None, snps=None) -> "Genotypes":
+    def subset(self, individuals=None, snps=None) -> Genotypes:
         """Return a new object restricted to the given rows and/or columns.
 
         Parameters
@@ -146,7 +146,7 @@ class Genotypes:
         )
 
     @classmethod
-    def from_array(cls, dosage, *, samples=None) -> "Genotypes":
+    def from_array(cls, dosage, *, samples=None) -> Genotypes:
         """Wrap a bare dosage array with generated IDs.
 
         Parameters

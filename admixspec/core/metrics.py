@@ -4,8 +4,9 @@ Admixture components are identifiable only up to a permutation, so every
 comparison between two Q matrices first matches columns with the Hungarian
 algorithm (:func:`scipy.optimize.linear_sum_assignment`) on the summed
 absolute differences. :func:`assign_components` is the one place admixspec
-matches components; :func:`align_components` (overlap, across K) and the binary latent model's
-``w_error`` (squared distance) call it with their own costs.
+matches components; :func:`align_components` (overlap, across K) and the
+binary latent model's ``w_error`` (squared distance) call it with their own
+costs.
 """
 
 from __future__ import annotations

@@ -82,7 +82,8 @@ def simplex_projection(Y):
     ranks = np.arange(1, K + 1)
     positive = ordered - cumulative / ranks > 0
     rho = K - np.argmax(positive[..., ::-1], axis=-1)  # last True, 1-based
-    theta = np.take_along_axis(cumulative, (rho - 1)[..., None], axis=-1) / rho[..., None]
+    theta = (np.take_along_axis(cumulative, (rho - 1)[..., None], axis=-1)
+             / rho[..., None])
     return np.maximum(Y - theta, 0.0)
 
 

@@ -98,7 +98,8 @@ class Interval(Constraint):
             return self.kind(text)
         except ValueError:
             expected = "an integer" if self.kind is int else "a number"
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {expected}, got {text!r}") from None
 
     def check(self, name, value):
         if value is None and self.allow_none:
@@ -113,7 +114,8 @@ class Interval(Constraint):
     def _inside(self, value) -> bool:
         left = self.closed in ("both", "left")
         right = self.closed in ("both", "right")
-        if self.low is not None and not (value >= self.low if left else value > self.low):
+        if self.low is not None and not (value >= self.low if left
+                                         else value > self.low):
             return False
         return self.high is None or (value <= self.high if right else value < self.high)
 
@@ -138,9 +140,11 @@ class Options(Constraint):
     Examples
     --------
     >>> Options("auto", True, False).check("refine", "always")
+    ... # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    admixspec.core.exceptions.UsageError: refine must be one of 'auto', True, False; got 'always'
+    admixspec.core.exceptions.UsageError: refine must be one of 'auto', True, False;
+    got 'always'
     """
 
     def __init__(self, *values):

@@ -190,7 +190,7 @@ class Outcome(NamedTuple):
     diagnostics : dict
         The choice's evidence and reason.
     timings : dict
-        Seconds of the choice (``selection``) and of P given Q (``p_given_q``).
+        Seconds of the choice (``choice``) and of P given Q (``p_given_q``).
     """
 
     path: str
@@ -209,15 +209,10 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads,
     decision, reason = refine, "requested"
     starts = {"spectral estimate": (Q, None)}
     if refine == "auto":
-        clock = time.perf_counter()
-        choice = choose_estimator(
-            G, Q, lambda G_part, Q_part: maximize_p(G_part, Q_part, threads=threads).P,
-            seed=seed, tol=tol, max_iter=max_iter, threads=threads)
-        timings["selection"] = time.perf_counter() - clock
+        choice = choose_estimator(Q, diagnostics["rare_allele_share"])
+        timings["choice"] = choice.seconds
         decision, reason = choice.estimator == "spectral+ml", choice.reason
-        diagnostics["selection"] = choice.evidence
-        if choice.ml_start is not None:
-            starts["training fit"] = choice.ml_start
+        diagnostics["choice"] = choice.record()
     diagnostics["refine"] = bool(decision)
     diagnostics["refine_reason"] = reason
     logger.info("refinement: %s (%s)", "yes" if decision else "no", reason)
@@ -236,14 +231,8 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads,
 def _best_ml_fit(G, K, starts, *, tol, max_iter, seed, threads, log):
     """Maximum likelihood from each start; the fit with the highest log-likelihood.
 
-    ``starts`` maps a name to ``(Q0, P0)``. When the default chose ML there are
-    two: the spectral estimate (``--refine``'s start) and the selection's
-    training fit (its P, with the held-out individuals projected onto it),
-    which starts near an optimum and so costs a few iterations. They can reach
-    different local maxima: on the HapMap3 tutorial data at K = 4 and 5 the
-    training fit's is higher than ADMIXTURE's own and the spectral start's
-    lower; on the realistic suite's American setting the spectral start's was
-    higher by a few units. Ties keep the first.
+    ``starts`` maps a name to ``(Q0, P0)``; the default passes one, the
+    spectral estimate (``--refine``'s start). Ties keep the first.
 
     Returns the best fit and the diagnostics of the starts (empty for one).
     """

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..core.chunks import chunk_bounds
 from ..core.filters import apply_filters
 from ..core.genotypes import Genotypes, placeholder_variants, snp_statistics
-from ..core.chunks import chunk_bounds
 from .errors import reading
 
 __all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "filter_streamed"]

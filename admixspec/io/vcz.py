@@ -28,9 +28,9 @@ import pandas as pd
 
 from ..core.exceptions import InputError, import_optional
 from ..core.genotypes import Genotypes
+from .calls import SNP_BASES, decode_calls, read_log_entries
 from .common import region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
-from .calls import SNP_BASES, decode_calls, read_log_entries
 from .zarr_metadata import check_arrays, present_arrays
 
 __all__ = ["VczChunks", "is_vcz", "open_streamed_vcz", "read_vcz", "store_shape"]

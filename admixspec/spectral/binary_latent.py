@@ -298,7 +298,8 @@ class BinaryLatentResult:
     whitening : numpy.ndarray, shape (m, d)
         Whitening matrix, ``whitening^T M2_sigma whitening = I``.
     candidates : numpy.ndarray, shape (c, m)
-        Candidates ``whitening u / lam`` of the eigenpairs with ``lam >= 1 - tau`` (rows).
+        Candidates ``whitening u / lam`` of the eigenpairs with ``lam >= 1 - tau``
+        (rows).
     candidate_values : numpy.ndarray, shape (c,)
         Their eigenvalues ``lam``.
     candidate_index : numpy.ndarray, int, shape (c,)
@@ -406,9 +407,10 @@ def _round_scores(Y, norms):
 def _binary_residual_newton(Z, U, gram, sigma, max_iter, tol):
     """Newton iterations on q (see :func:`polish_candidates`) for the columns of U.
 
-    Z (n, d) whitened samples, U (d, c) candidates in whitened coordinates, gram = whitening^T whitening.
-    Returns the iterates (d, c) and which columns converged (largest step component
-    below tol relative to max(1, largest component of u)).
+    Z (n, d) whitened samples, U (d, c) candidates in whitened coordinates,
+    gram = whitening^T whitening. Returns the iterates (d, c) and which columns
+    converged (largest step component below tol relative to max(1, largest
+    component of u)).
     """
     n, d = Z.shape
     iu = np.triu_indices(d)
@@ -420,13 +422,13 @@ def _binary_residual_newton(Z, U, gram, sigma, max_iter, tol):
     width = max(1, _CHUNK_ELEMENTS // max(n, 1))
     for c0 in range(0, U.shape[1], width):
         block = slice(c0, c0 + width)
-        U[:, block], converged[block] = _newton_columns(Z, ZZ, iu, U[:, block], gram, sigma,
-                                                        max_iter, tol)
+        U[:, block], converged[block] = _newton_columns(Z, ZZ, iu, U[:, block], gram,
+                                                        sigma, max_iter, tol)
     return U, converged
 
 
 def _newton_columns(Z, ZZ, iu, U, gram, sigma, max_iter, tol):
-    """The Newton iterations of :func:`_binary_residual_newton` on one block of columns."""
+    """:func:`_binary_residual_newton`'s Newton iterations on one block of columns."""
     n, d = Z.shape
     s2 = sigma**2
     active = np.arange(U.shape[1])
@@ -483,10 +485,10 @@ def polish_candidates(X, whitening, candidates, sigma: float, *, max_iter: int =
     uses only the third moment, whose Jacobian at a true eigenpair can be nearly
     singular when ``h`` is correlated (the pair then vanishes from the sample tensor);
     ``q``'s minimum stays well-conditioned. Newton's method on ``q``, restricted to the
-    whitened signal subspace ``v = whitening u`` (outside it ``q`` is flat), takes an approximate
-    candidate (an eigenpair or near-eigenpair) to the minimum; it is an M-estimator,
-    consistent at rate ``n^-1/2``. Iterations run on a random ``subsample`` of rows
-    first and finish on all of them.
+    whitened signal subspace ``v = whitening u`` (outside it ``q`` is flat), takes an
+    approximate candidate (an eigenpair or near-eigenpair) to the minimum; it is an
+    M-estimator, consistent at rate ``n^-1/2``. Iterations run on a random
+    ``subsample`` of rows first and finish on all of them.
 
     Parameters
     ----------
@@ -529,29 +531,31 @@ def polish_candidates(X, whitening, candidates, sigma: float, *, max_iter: int =
     whitening = np.asarray(whitening, dtype=np.float64)
     if sigma <= 0:
         raise UsageError(f"polish_candidates needs sigma > 0, got {sigma}")
-    return _polish_whitened(X @ whitening, whitening, candidates, sigma, max_iter=max_iter, tol=tol,
-                            max_move=max_move, subsample=subsample,
-                            rng=np.random.default_rng(seed))
+    return _polish_whitened(X @ whitening, whitening, candidates, sigma,
+                            max_iter=max_iter, tol=tol, max_move=max_move,
+                            subsample=subsample, rng=np.random.default_rng(seed))
 
 
-def _polish_whitened(Z, whitening, candidates, sigma, *, max_iter=30, tol=1e-9, max_move=0.5,
-                     subsample=20_000, rng=None):
+def _polish_whitened(Z, whitening, candidates, sigma, *, max_iter=30, tol=1e-9,
+                     max_move=0.5, subsample=20_000, rng=None):
     """:func:`polish_candidates` given the whitened samples Z = X whitening (n, d)."""
     C = np.asarray(candidates, dtype=np.float64)
     gram = whitening.T @ whitening
-    U = np.linalg.solve(gram, whitening.T @ C.T)  # (d, c): candidates in whitened coordinates
+    # (d, c): candidates in whitened coordinates
+    U = np.linalg.solve(gram, whitening.T @ C.T)
     converged = np.ones(U.shape[1], dtype=bool)
     if len(Z) > 2 * subsample:
         rows = rng.choice(len(Z), subsample, replace=False)
-        U, converged = _binary_residual_newton(Z[np.sort(rows)], U, gram, sigma, max_iter,
-                                               tol * 1e2)
+        U, converged = _binary_residual_newton(Z[np.sort(rows)], U, gram, sigma,
+                                               max_iter, tol * 1e2)
     # only starts that converged on the subsample go on (a start that wanders there is
     # not near a minimum); starts that reached one minimum finish as one
     first = _first_equal_column(U, rtol=1e-4)
     unique = np.unique(first[converged])
     # from a subsample minimum Newton converges in a few steps; more means no minimum
     full_iter = max_iter if len(Z) <= 2 * subsample else min(max_iter, 8)
-    U_unique, done = _binary_residual_newton(Z, U[:, unique], gram, sigma, full_iter, tol)
+    U_unique, done = _binary_residual_newton(Z, U[:, unique], gram, sigma, full_iter,
+                                             tol)
     going_on = np.flatnonzero(converged)
     slot = np.searchsorted(unique, first[going_on])
     U[:, going_on] = U_unique[:, slot]
@@ -599,7 +603,8 @@ def _random_start_minima(Z, whitening, sigma, n_starts, rng):
     mean_z = Z.mean(axis=0)
     U = rng.standard_normal((whitening.shape[1], n_starts))
     U *= 0.5 / (mean_z @ U)  # scaled so that mean(v^T x) = 1/2
-    polished, moved = _polish_whitened(Z, whitening, (whitening @ U).T, sigma, max_move=np.inf, rng=rng)
+    polished, moved = _polish_whitened(Z, whitening, (whitening @ U).T, sigma,
+                                       max_move=np.inf, rng=rng)
     U = np.linalg.solve(whitening.T @ whitening, whitening.T @ polished[moved].T)
     mean = mean_z @ U
     return polished[moved][(mean > 0.005) & (mean < 0.995)]
@@ -728,7 +733,8 @@ def _dimension_and_noise(X, d, sigma):
     return d, sigma
 
 
-def _eigen_candidates(T, whitening, ep, d, sigma, *, tau, near_pairs, near_residual, rng, info):
+def _eigen_candidates(T, whitening, ep, d, sigma, *, tau, near_pairs, near_residual, rng,
+                      info):
     """Candidate rows of V from the eigenpairs (and near-eigenpairs) of T.
 
     Returns ``(candidates (c, m), lam (c,), index (c,))``; ``index`` is the
@@ -768,8 +774,8 @@ class _Candidates:
         self.rows, self.lam, self.index = rows, lam, index
         self.scores, self.binary_z = scores, binary_z
 
-    def extend_by_random_starts(self, Z, whitening, X_score, x_mean, sigma, *, score, n_starts,
-                                binary_test, rng) -> int:
+    def extend_by_random_starts(self, Z, whitening, X_score, x_mean, sigma, *, score,
+                                n_starts, binary_test, rng) -> int:
         """Add the distinct polished random starts that pass the binary test."""
         extra = _random_start_minima(Z, whitening, sigma, n_starts, rng)
         extra_lam = 1.0 / np.sqrt(x_mean @ extra.T)
@@ -867,12 +873,12 @@ def fit_binary_latent(
     near_pairs : bool, optional
         For ``sigma > 0``, also use as candidates the local minima of
         ``||T(I,u,u) - T(u,u,u) u||`` with residual ``<= near_residual``
-        (:func:`admixspec.spectral.tensor.near_eigenpairs`). A true eigenpair with a small
-        Newton-stability margin can vanish from the sample tensor (it collides with a
-        neighbour); it leaves such a near-zero minimum. Not part of the seed paper (see
-        ``polish`` for the paper's Algorithm 2); on by default because it was as accurate
-        or more in every realisation measured (``docs/paper_figure.md``), at about twice
-        the eigenpair cost.
+        (:func:`admixspec.spectral.tensor.near_eigenpairs`). A true eigenpair with a
+        small Newton-stability margin can vanish from the sample tensor (it collides
+        with a neighbour); it leaves such a near-zero minimum. Not part of the seed
+        paper (see ``polish`` for the paper's Algorithm 2); on by default because it
+        was as accurate or more in every realisation measured
+        (``docs/paper_figure.md``), at about twice the eigenpair cost.
     near_residual : float, optional
         Residual threshold for ``near_pairs`` (relative to ``max(1, ||T||_F)``).
     polish : bool, optional
@@ -927,24 +933,26 @@ def fit_binary_latent(
     ep = eigenpairs(T, n_starts=n_starts, seed=rng)
     info: dict = {}
     cand, lam, keep = _eigen_candidates(
-        T, whitening, ep, d, sigma, tau=tau, near_pairs=near_pairs, near_residual=near_residual,
-        rng=rng, info=info,
+        T, whitening, ep, d, sigma, tau=tau, near_pairs=near_pairs,
+        near_residual=near_residual, rng=rng, info=info,
     )
     x_mean = X_score.mean(axis=0)
     if polish and sigma > 0:
-        cand, lam, keep, moved = _polished(Z, x_mean, whitening, cand, lam, keep, sigma, rng)
+        cand, lam, keep, moved = _polished(Z, x_mean, whitening, cand, lam, keep, sigma,
+                                           rng)
         info["n_polished"] = int(moved.sum())
         if len(cand) < d:
             raise InputError(
-                f"only {len(cand)} distinct candidates after polishing, fewer than d = {d}"
+                f"only {len(cand)} distinct candidates after polishing, "
+                f"fewer than d = {d}"
             )
     scores, binary_z = _score_candidates(X_score, cand, lam, sigma, score)
     c = _Candidates(cand, lam, keep, scores, binary_z)
     testing = binary_test is not None and sigma > 0
     if testing and polish and random_starts and np.sum(c.binary_z <= binary_test) < d:
         info["n_random_start"] = c.extend_by_random_starts(
-            Z, whitening, X_score, x_mean, sigma, score=score, n_starts=int(random_starts) * d,
-            binary_test=binary_test, rng=rng,
+            Z, whitening, X_score, x_mean, sigma, score=score,
+            n_starts=int(random_starts) * d, binary_test=binary_test, rng=rng,
         )
     sel = _select_candidates(c, d, sigma, X_score, binary_tol=binary_tol,
                              binary_test=binary_test, rng=rng, info=info)
@@ -953,7 +961,8 @@ def fit_binary_latent(
     if method == "spectral+wls" and sigma > 0:
         W = wls_step(X, W, sigma)
     return BinaryLatentResult(
-        W=W, V=V, d=d, sigma=sigma, estimated=estimated, eigenpairs=ep, tensor=T, whitening=whitening,
+        W=W, V=V, d=d, sigma=sigma, estimated=estimated, eigenpairs=ep, tensor=T,
+        whitening=whitening,
         candidates=c.rows, candidate_values=c.lam, candidate_index=c.index,
         scores=c.scores, binary_z=c.binary_z, selected=sel, method=method,
         score=score if sigma > 0 else "binary",

@@ -62,7 +62,7 @@ class CandidateSet:
     def __len__(self) -> int:
         return self.vectors.shape[0]
 
-    def take(self, index) -> "CandidateSet":
+    def take(self, index) -> CandidateSet:
         """Candidates at the given positions, in that order."""
         index = np.asarray(index, dtype=np.int64)
         return CandidateSet(
@@ -127,7 +127,8 @@ def curvatures(T, vectors, values):
     K = T.shape[0]
     if len(vectors) == 0:
         return np.zeros(0)
-    hessian = 2.0 * np.einsum("ijk,pk->pij", T, vectors) - values[:, None, None] * np.eye(K)
+    hessian = (2.0 * np.einsum("ijk,pk->pij", T, vectors)
+               - values[:, None, None] * np.eye(K))
     projector = np.eye(K) - vectors[:, :, None] * vectors[:, None, :]
     tangent = projector @ hessian @ projector
     # push the normal direction's zero eigenvalue below every tangent one

@@ -49,7 +49,8 @@ def _top_eigenpairs(matrix, K, start=None):
         # made the same seed give different bits; the all-ones direction is fixed
         # and overlaps the leading eigenvector of a non-negative moment matrix.
         v0 = np.full(m, 1.0 / np.sqrt(m)) if start is None else start.sum(axis=1)
-        values, vectors = scipy.sparse.linalg.eigsh(matrix, k=K, which="LA", v0=v0, tol=1e-12)
+        values, vectors = scipy.sparse.linalg.eigsh(matrix, k=K, which="LA", v0=v0,
+                                                    tol=1e-12)
         order = np.argsort(values)
         values, vectors = values[order], vectors[:, order]
     return values[::-1], vectors[:, ::-1]
@@ -93,7 +94,7 @@ def complete_diagonal(M2, K, *, tol=1e-9, max_iter=300):
     diagonal = np.diag(R).copy()
     n_iter = 0
     vectors = None
-    for n_iter in range(1, max_iter + 1):
+    for n_iter in range(1, max_iter + 1):  # noqa: B007 - returned after the loop
         values, vectors = _top_eigenpairs(R, K, vectors)
         new_diagonal = np.einsum("ik,k,ik->i", vectors, values, vectors)
         change = np.linalg.norm(new_diagonal - diagonal)
@@ -296,7 +297,7 @@ def solve_masked_tensor(terms: ThirdMomentTerms, B, *, tol=1e-12, max_iter=500):
     rz = np.vdot(residual, z)
     rhs_norm = max(np.linalg.norm(rhs), np.finfo(float).tiny)
     iterations = 0
-    for iterations in range(1, max_iter + 1):
+    for iterations in range(1, max_iter + 1):  # noqa: B007 - reported in info
         if np.linalg.norm(residual) <= tol * rhs_norm:
             break
         applied = masked_tensor_operator(direction, B, G)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -51,6 +52,7 @@ __all__ = [
     "privacy_pass",
     "private_allele_snps",
     "rare_allele_snps",
+    "ScoringSample",
     "snp_sample",
     "spectral_pass",
     "spectral_scan",
@@ -86,8 +88,25 @@ def rare_allele_snps(counted, observed, *, min_count=2, max_frequency=0.05):
     return snps, flip
 
 
-def snp_sample(dosage, size, rng, *, snps=None):
-    """A random SNP sample as ``(g, observed, x)`` for likelihood scoring.
+class ScoringSample(NamedTuple):
+    """A random SNP sample for likelihood scoring (:func:`snp_sample`).
+
+    Attributes
+    ----------
+    g : numpy.ndarray, float64, shape (m, size)
+        Dosages, missing as 0.
+    observed : numpy.ndarray, bool, shape (m, size)
+    x : numpy.ndarray, float64, shape (m, size)
+        Allele frequencies ``g / 2``, missing imputed by the SNP's mean.
+    """
+
+    g: np.ndarray
+    observed: np.ndarray
+    x: np.ndarray
+
+
+def snp_sample(dosage, size, rng, *, snps=None) -> ScoringSample:
+    """A random SNP sample for likelihood scoring.
 
     Parameters
     ----------
@@ -99,9 +118,7 @@ def snp_sample(dosage, size, rng, *, snps=None):
 
     Returns
     -------
-    tuple of numpy.ndarray
-        ``g`` (float64, missing as 0), ``observed`` (bool), ``x`` (float64,
-        missing imputed by the SNP mean), each of shape (m, size).
+    ScoringSample
     """
     pool = np.arange(dosage.shape[1]) if snps is None else np.asarray(snps)
     chosen = np.sort(rng.choice(pool, size=min(size, len(pool)), replace=False))
@@ -109,7 +126,7 @@ def snp_sample(dosage, size, rng, *, snps=None):
     observed = block >= 0
     g = np.where(observed, block, 0).astype(np.float64)
     _, x = next(frequency_blocks(block, block_size=max(len(chosen), 1)))
-    return g, observed, x
+    return ScoringSample(g, observed, x)
 
 
 @dataclass
@@ -168,7 +185,7 @@ def spectral_pass(
         Number of ancestral populations, ``K >= 2``.
     snps, flip : numpy.ndarray
         Moment SNPs and which of them count the other allele.
-    sample, rescore_sample : tuple
+    sample, rescore_sample : ScoringSample
         Scoring samples from :func:`snp_sample`.
     fill : callable, optional
         Model-based imputation of missing calls for the moments.
@@ -212,7 +229,8 @@ def spectral_pass(
     timings["eigenpairs"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    candidates = make_candidates(tensor, eigen.vectors, eigen.values, white.K_white, sample[2])
+    candidates = make_candidates(tensor, eigen.vectors, eigen.values, white.K_white,
+                                 sample.x)
     # most curved (local maxima) first: the components when the tensor is
     # (nearly) orthogonally decomposable, see candidates.curvatures
     order = np.argsort(candidates.curvature, kind="stable")[:max_candidates]
@@ -249,7 +267,8 @@ def spectral_pass(
         len(snps),
         len(eigen.values),
         len(candidates),
-        "" if search is None else f", {search.n_subsets} subsets ({search.strategy}), {search.n_feasible} near-feasible",
+        "" if search is None else (f", {search.n_subsets} subsets ({search.strategy}), "
+                                   f"{search.n_feasible} near-feasible"),
     )
     return SpectralPass(Q, candidates, eigen, search, len(snps), timings, details)
 
@@ -348,7 +367,8 @@ def privacy_pass(dosage, K, Q, subspace, *, sample, rescore_sample, counts,
     if len(snps) < min_snps:
         return None
     one_bin = np.zeros(len(snps), dtype=np.int64)
-    _, white = next(_window_whitenings(dosage, K, snps, flip, one_bin, 1, fill, subspace))
+    _, white = next(_window_whitenings(dosage, K, snps, flip, one_bin, 1, fill,
+                                       subspace))
     if isinstance(white, str):
         return None
     result = spectral_pass(dosage, K, snps, flip, sample=sample,
@@ -362,7 +382,8 @@ def privacy_pass(dosage, K, Q, subspace, *, sample, rescore_sample, counts,
 def _bin_blocks(dosage, snps, flip, bins, b, fill):
     """Frequency blocks of the SNPs in rarity bin ``b``."""
     in_bin = bins == b
-    for _, x in frequency_blocks(dosage, snps=snps[in_bin], flip=flip[in_bin], fill=fill):
+    for _, x in frequency_blocks(dosage, snps=snps[in_bin], flip=flip[in_bin],
+                                 fill=fill):
         yield x
 
 
@@ -393,7 +414,8 @@ def column_space(dosage, K, snps, flip, *, fill=None):
     """
     second = second_moments(frequency_blocks(dosage, snps=snps, flip=flip, fill=fill)).M2
     R, n_iter = complete_diagonal(second, K)
-    U, _ = np.linalg.qr(whiten(R, K).K_white)  # K_white's columns: the top-K eigenvectors
+    # K_white's columns: the top-K eigenvectors
+    U, _ = np.linalg.qr(whiten(R, K).K_white)
     return U, n_iter
 
 
@@ -469,7 +491,7 @@ def spectral_scan(
     ----------
     dosage : numpy.ndarray, int8, shape (m, n)
     K : int
-    sample, rescore_sample : tuple
+    sample, rescore_sample : ScoringSample
         Scoring samples from :func:`snp_sample`.
     windows : sequence of float
         Increasing upper ends of the minor-allele frequency windows.
@@ -503,19 +525,22 @@ def spectral_scan(
         Per window: its end, SNP count, eigenpairs, local maxima, score.
     """
     counted, observed = allele_counts(dosage) if counts is None else counts
-    snps, flip = rare_allele_snps(counted, observed, min_count=min_count, max_frequency=max(windows))
+    snps, flip = rare_allele_snps(counted, observed, min_count=min_count,
+                                  max_frequency=max(windows))
     minor = np.minimum(counted, observed - counted)[snps] / np.maximum(observed[snps], 1)
     bins = np.searchsorted(np.asarray(windows), minor, side="left")
     subspace, completion_iterations = None, None
     if anchor and len(snps) >= min_snps:
         try:
-            subspace, completion_iterations = column_space(dosage, K, snps, flip, fill=fill)
+            subspace, completion_iterations = column_space(dosage, K, snps, flip,
+                                                           fill=fill)
         except ValueError as error:  # rank < K: every window would fail alike
             logger.info("no column space to anchor the windows: %s", error)
     best = None
     scan = []
-    whitenings = _window_whitenings(dosage, K, snps, flip, bins, len(windows), fill, subspace)
-    for b, (end, (n_window, white)) in enumerate(zip(windows, whitenings)):
+    whitenings = _window_whitenings(dosage, K, snps, flip, bins, len(windows), fill,
+                                    subspace)
+    for b, (end, (n_window, white)) in enumerate(zip(windows, whitenings, strict=True)):
         entry = {"max_frequency": float(end), "snps": n_window}
         scan.append(entry)
         if n_window < min_snps or isinstance(white, str):
@@ -610,8 +635,9 @@ class KHint:
     n_snps: int
 
     def describe(self) -> str:
-        """One line for logs, e.g. ``K = 3 (eigenvalue ratios k=2: 1.9, k=3: 8.1, ...)``."""
-        shown = ", ".join(f"k={k}: {r:.1f}" for k, r in enumerate(self.ratios[:6], start=2))
+        """A log line, e.g. ``K = 3 (eigenvalue ratios k=2: 1.9, k=3: 8.1, ...)``."""
+        shown = ", ".join(f"k={k}: {r:.1f}"
+                          for k, r in enumerate(self.ratios[:6], start=2))
         return (
             f"K = {self.K} (largest eigenvalue gap of the denoised M2 over "
             f"{self.n_snps} SNPs; lambda_k/lambda_k+1 {shown or 'n/a'})"

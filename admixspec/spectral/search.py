@@ -187,7 +187,7 @@ def _swap_descent(score, c, k, starts):
             }
             fresh = [n for n in neighbours if n not in seen]
             if fresh:
-                seen.update(zip(fresh, score(np.array(fresh))))
+                seen.update(zip(fresh, score(np.array(fresh)), strict=True))
             best = min(neighbours, key=seen.__getitem__)
             if seen[best] >= seen[current]:
                 break
@@ -249,14 +249,16 @@ def search_subsets(
     c, m = candidates.shape
     required = np.asarray(required, dtype=np.int64)
     if c < K or len(required) > K:
-        raise UsageError(f"need at least K={K} candidates and at most K required, got {c}")
+        raise UsageError(f"need at least K={K} candidates and at most K required, "
+                         f"got {c}")
     free = np.setdiff1d(np.arange(c), required)
     k = K - len(required)
     tolerance = 0.002 * m if feasibility_tolerance is None else feasibility_tolerance
 
     def complete(chosen):  # positions in `free` -> full candidate subsets
         chosen = np.asarray(chosen, dtype=np.int64).reshape(-1, k)
-        return np.hstack([np.broadcast_to(required, (len(chosen), len(required))), free[chosen]])
+        return np.hstack([np.broadcast_to(required, (len(chosen), len(required))),
+                          free[chosen]])
 
     if math.comb(len(free), k) <= max_exhaustive:
         strategy = "exhaustive"
@@ -269,7 +271,8 @@ def search_subsets(
             rng.choice(len(free), size=k, replace=False) for _ in range(n_restarts)
         ]
         seen = _swap_descent(
-            lambda chosen: infeasibility(candidates, complete(chosen)), len(free), k, starts
+            lambda chosen: infeasibility(candidates, complete(chosen)),
+            len(free), k, starts,
         )
         subsets = complete(list(seen))
         values = np.array(list(seen.values()))
@@ -279,10 +282,10 @@ def search_subsets(
     top = near[np.argsort(-sample_ll, kind="stable")[:n_finalists]]
     rescored = likelihood_scores(candidates, subsets[top], *rescore_sample)
     best = int(np.argmax(rescored))
-    lookup = dict(zip(near.tolist(), sample_ll.tolist()))
+    lookup = dict(zip(near.tolist(), sample_ll.tolist(), strict=True))
     finalists = [
         (subsets[i].tolist(), float(values[i]), lookup[int(i)], float(r))
-        for i, r in zip(top, rescored)
+        for i, r in zip(top, rescored, strict=True)
     ]
     return SubsetSearchResult(
         subset=subsets[top[best]],

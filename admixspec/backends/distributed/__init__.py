@@ -29,4 +29,5 @@ cluster of N worker processes under TLS), which runs the same code path
 from .chunks import DaskChunks, DistributedError, Traffic
 from .cluster import connect, scheduler, use_client
 
-__all__ = ["DaskChunks", "DistributedError", "Traffic", "connect", "scheduler", "use_client"]
+__all__ = ["DaskChunks", "DistributedError", "Traffic", "connect", "scheduler",
+           "use_client"]

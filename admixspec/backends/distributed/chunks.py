@@ -229,7 +229,7 @@ class DaskChunks:
 
     @classmethod
     def from_chunks(cls, client, source, *, chunk_snps=None, threads=1, traffic=None):
-        """Send the chunks of another source (e.g. a streamed ``.vcz`` store) to the workers.
+        """Send another source's chunks (e.g. a streamed ``.vcz`` store) to the workers.
 
         Each chunk is read here, one at a time, and sent; a chunk lost with
         its worker is read and sent again.
@@ -308,7 +308,8 @@ class DaskChunks:
                             traffic=traffic)
 
     @classmethod
-    def from_bed_chunks(cls, client, source, *, chunk_snps=None, threads=1, traffic=None):
+    def from_bed_chunks(cls, client, source, *, chunk_snps=None, threads=1,
+                        traffic=None):
         """The individuals and SNPs of a streamed ``.bed`` source, read by the workers.
 
         Parameters
@@ -396,7 +397,8 @@ class DaskChunks:
         sums : tuple
             The chunks' ``sums``, added.
         """
-        return self._retried(lambda: self._gather_tree(self._submit(function, P, shared)))
+        return self._retried(
+            lambda: self._gather_tree(self._submit(function, P, shared)))
 
     def _retried(self, attempt_pass):
         """Run a pass, again after chunks lost with a worker are placed again.
@@ -451,9 +453,11 @@ class DaskChunks:
                 value = client.scatter(value, hash=False)
             sent_shared.append(value)
         rows = self._send_rows(P, live)
+        # not strict: release() empties _futures but keeps bounds (rows has one
+        # entry per bound), and a pass after it submits no task
         return [client.submit(_run_chunk, function, self.threads, chunk, chunk_rows,
                               *sent_shared, pure=False)
-                for chunk, chunk_rows in zip(self._futures, rows)]
+                for chunk, chunk_rows in zip(self._futures, rows, strict=False)]
 
     def _send_rows(self, P, live) -> list:
         """Futures of each chunk's P rows, sent to the worker holding the chunk.
@@ -474,7 +478,7 @@ class DaskChunks:
                                               else [worker], hash=False)
             except KeyError:  # the scheduler no longer knows the worker
                 raise ConnectionError(f"worker {worker} left the cluster") from None
-            for i, future in zip(indices, futures):
+            for i, future in zip(indices, futures, strict=True):  # one per part
                 rows[i] = future
         return rows
 

@@ -24,7 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from ...core.exceptions import UsageError, import_optional
-from .chunks import DaskChunks, DistributedError, Traffic, import_distributed, workers_now
+from .chunks import (
+    DaskChunks,
+    DistributedError,
+    Traffic,
+    import_distributed,
+    workers_now,
+)
 
 __all__ = ["InsecureSchedulerWarning", "connect", "device_with_scheduler", "is_loopback",
            "parse_scheduler", "scheduler", "tls_security", "use_client"]
@@ -133,7 +139,7 @@ def device_with_scheduler(spec: str | None, device: str) -> str:
 
 
 def parse_scheduler(spec: str):
-    """``("local", N)``, ``("address", spec)`` or ``("file", spec)`` from ``--scheduler``.
+    """``--scheduler`` as ``("local", N)``, ``("address", spec)`` or ``("file", spec)``.
 
     Examples
     --------

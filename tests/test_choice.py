@@ -1,0 +1,112 @@
+"""The default's estimator choice (fit.choice), on point clouds and against truth."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from admixspec import (
+    ConvergenceWarning,
+    fit_admixture,
+    q_error,
+    simulate_admixture,
+    simulate_balding_nichols,
+)
+from admixspec.fit.choice import (
+    ANCHOR_RADIUS,
+    MIN_NEAR_EXTREME,
+    MIN_RARE_SHARE,
+    choose_estimator,
+    extreme_neighbours,
+    successive_projection,
+)
+
+
+def _three_ways(genotypes, K):
+    """(spectral, spectral+ML, default) fits of one data set."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return [fit_admixture(genotypes, K, seed=0, refine=refine)
+                for refine in (False, True, "auto")]
+
+
+class TestGeometry:
+    def test_successive_projection__finds_the_vertices_of_a_noisy_simplex(self):
+        rng = np.random.default_rng(0)
+        Q = np.vstack([rng.dirichlet([1, 1, 1], 200), np.eye(3)])
+        noisy = Q + rng.normal(0, 0.01, Q.shape)
+        picks = successive_projection(noisy, 3)
+        # each pick is within noise of a different vertex
+        assert sorted(np.argmax(Q[picks], axis=1).tolist()) == [0, 1, 2]
+        assert Q[picks].max(axis=1).min() > 0.9
+
+    def test_extreme_neighbours__counts_clusters_at_the_vertices(self):
+        rng = np.random.default_rng(1)
+        clusters = np.eye(3).repeat([4, 6, 8], axis=0)
+        Q = np.vstack([clusters, rng.dirichlet([2, 2, 2], 50)])
+        _, near, spacing = extreme_neighbours(Q, radius=0.05)
+        assert spacing == pytest.approx(np.sqrt(2))
+        # the clusters, plus any Dirichlet draw that falls inside the radius
+        assert sorted(near.tolist())[0] >= 4
+        assert sorted(near.tolist()) == sorted(
+            np.count_nonzero(np.linalg.norm(Q[:, None] - np.eye(3), axis=2)
+                             <= 0.05 * np.sqrt(2), axis=0).tolist())
+
+    def test_anchored_cloud__chooses_ml(self):
+        rng = np.random.default_rng(2)
+        Q = np.vstack([np.eye(3).repeat(MIN_NEAR_EXTREME, axis=0),
+                       rng.dirichlet([1, 1, 1], 40)])
+        choice = choose_estimator(Q, 0.6)
+        assert choice.estimator == "spectral+ml"
+        assert min(choice.statistics["near_extreme"]) >= MIN_NEAR_EXTREME
+        assert "anchors" in choice.reason
+
+    def test_unanchored_cloud__keeps_spectral(self):
+        Q = np.random.default_rng(3).dirichlet([10, 10, 10], 60)
+        choice = choose_estimator(Q, 0.6)
+        assert choice.estimator == "spectral"
+        assert min(choice.statistics["near_extreme"]) < MIN_NEAR_EXTREME
+
+    def test_few_rare_alleles__choose_ml_whatever_the_geometry(self):
+        Q = np.random.default_rng(3).dirichlet([10, 10, 10], 60)
+        choice = choose_estimator(Q, MIN_RARE_SHARE / 2)
+        assert choice.estimator == "spectral+ml"
+        assert "minor allele frequency" in choice.reason
+
+    def test_record__holds_statistics_thresholds_and_decision(self):
+        choice = choose_estimator(np.random.default_rng(4).dirichlet([1, 1], 30), 0.5)
+        record = choice.record()
+        assert record["estimator"] == choice.estimator
+        assert record["thresholds"] == {"min_rare_share": MIN_RARE_SHARE,
+                                        "anchor_radius": ANCHOR_RADIUS,
+                                        "min_near_extreme": MIN_NEAR_EXTREME}
+        assert len(record["statistics"]["near_extreme"]) == 2
+
+
+class TestAgainstTruth:
+    def test_balding_nichols__chooses_ml_which_beats_the_biased_spectral_estimate(self):
+        # few rare alleles: the spectral premise is absent
+        sim = simulate_balding_nichols(60, 4000, 3, fst=0.1, alpha=1.0, seed=5)
+        spectral, ml, default = _three_ways(sim.genotypes, 3)
+        assert default.diagnostics["choice"]["statistics"]["rare_allele_share"] < \
+            MIN_RARE_SHARE
+        assert default.path == "spectral+ml"
+        assert q_error(sim.Q, default.Q) == q_error(sim.Q, ml.Q)
+        assert q_error(sim.Q, ml.Q) < 0.8 * q_error(sim.Q, spectral.Q)
+
+    def test_coalescent_with_anchors__chooses_ml_which_beats_spectral(self):
+        # the seed paper's setting at alpha = 0.1: most individuals near-unadmixed
+        sim = simulate_admixture(50, 3, alpha=0.1, n_snps=10_000, seed=1)
+        spectral, ml, default = _three_ways(sim.genotypes, 3)
+        assert default.path == "spectral+ml"
+        assert q_error(sim.Q, default.Q) == q_error(sim.Q, ml.Q)
+        assert q_error(sim.Q, ml.Q) < q_error(sim.Q, spectral.Q)
+
+    def test_coalescent_without_anchors__keeps_spectral_which_beats_ml(self):
+        # the seed paper's setting at alpha = 10: nobody is near-unadmixed, and
+        # maximum likelihood spreads Q to the simplex's corners
+        sim = simulate_admixture(50, 3, alpha=10.0, n_snps=10_000, seed=1)
+        spectral, ml, default = _three_ways(sim.genotypes, 3)
+        assert default.path == "spectral"
+        assert q_error(sim.Q, default.Q) == q_error(sim.Q, spectral.Q)
+        assert q_error(sim.Q, spectral.Q) < 0.8 * q_error(sim.Q, ml.Q)
