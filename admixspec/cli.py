@@ -423,7 +423,13 @@ def _add_run_parser(subparsers) -> None:
         help="supervised mode with reference labels from POPFILE (default: the input's "
         "prefix + '.pop'; one line per individual, '-' for unknown)",
     )
-    extra.add_argument(
+    _add_projection_arguments(extra)
+    parser.set_defaults(runner=run_fit)
+
+
+def _add_projection_arguments(group) -> None:
+    """``--project`` and its SNP matching and correction; ``--reference-size``."""
+    group.add_argument(
         "--project", metavar="PFILE",
         help="projection mode: keep a reference's allele frequencies fixed and estimate "
         "each individual's Q by maximum likelihood. With the reference run's "
@@ -431,7 +437,7 @@ def _add_run_parser(subparsers) -> None:
         "(ID as a fallback) and P is flipped where the input counts the other allele; "
         "a bare .P file must have the input's SNPs in order",
     )
-    extra.add_argument(
+    group.add_argument(
         "--plain-projection", dest="projection_correction", action="store_const",
         const=False, default="auto",
         help="project as ADMIXTURE does, without correcting Q for the sampling noise "
@@ -439,24 +445,23 @@ def _add_run_parser(subparsers) -> None:
         "than 5000 individuals: the reference run's PREFIX.K.Q beside PFILE, or "
         "--reference-size)",
     )
-    extra.add_argument(
+    group.add_argument(
         "--keep-ambiguous", action="store_true",
         help="--project: keep strand-ambiguous A/T and C/G SNPs (matched as given, "
         "never complemented); by default they are dropped",
     )
-    extra.add_argument(
+    group.add_argument(
         "--min-overlap", type=_fraction(1.0), default=0.5, metavar="FRACTION",
         help="--project: least share of the reference's SNPs that must match the "
         "input's",
     )
-    extra.add_argument(
+    group.add_argument(
         "--reference-size", type=_positive_int, default=None, metavar="N",
         help="fit Q and P on N individuals drawn at random (seeded by --seed; their IDs "
         "go to PREFIX.K.ref), then project every other individual onto that P, in "
         "chunks (default: everyone up to 5000 individuals, 5000 above: the spectral "
         "moments are N x N; give N >= the cohort size to fit everyone)",
     )
-    parser.set_defaults(runner=run_fit)
 
 
 def _projection_input(args, genotypes):
@@ -548,17 +553,55 @@ def _p_rows_line(genotypes, p_file: Path) -> str:
     return text
 
 
+def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
+    """The files of one K of ``run`` (path -> text), and its seconds since ``start``."""
+    from .io import output_path
+    from .io.admixture import format_matrix
+    from .io.common import format_json
+    from .io.modes import modes_outputs
+    from .io.provenance import run_header, run_record
+    from .io.snps import format_snps, snps_path
+
+    p_file = output_path(prefix, K, "P")
+    lines = run_header(genotypes, **provenance)
+    if projection is not None:
+        lines += projection.lines
+    lines += [_p_rows_line(genotypes, p_file)] + result.log_lines
+    files = {
+        output_path(prefix, K, "Q"): format_matrix(result.Q, "Q"),
+        p_file: format_matrix(result.P, "P"),
+        snps_path(p_file): format_snps(genotypes.variants),
+    }
+    if result.modes is not None:
+        files.update(modes_outputs(prefix, K, result.modes))
+        lines.append(f"Modes: {output_path(prefix, K, 'modes.tsv')}")
+    if result.bootstrap is not None:
+        for kind in ("Q_se", "Q_bias"):
+            files[output_path(prefix, K, kind)] = format_matrix(
+                getattr(result.bootstrap, kind), kind, clamp=False
+            )
+        lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
+    if result.reference is not None:  # its IDs, usable as --keep
+        files[output_path(prefix, K, "ref")] = "".join(
+            f"{sample}\n" for sample in genotypes.samples[result.reference])
+        lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
+    seconds = time.perf_counter() - start
+    lines.append(f"Elapsed: {seconds:.3f} sec")
+    files[output_path(prefix, K, "log")] = "".join(f"{line}\n" for line in lines)
+    record = run_record(result, genotypes, seconds=seconds, **provenance)
+    record["p_snps"] = snps_path(p_file).name
+    if projection is not None and projection.match is not None:
+        record["projection_snps"] = projection.match.counts
+    files[output_path(prefix, K, "json")] = format_json(record)
+    return files, seconds
+
+
 def _fit_and_write(args: argparse.Namespace) -> int:
     """The fits of ``run`` (one :func:`admixspec.fit_admixture` call per K) and their files."""
     from .core.filters import check_K
     from .fit.admixture import fit_admixture
     from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_dosage
-    from .io import output_path
-    from .io.admixture import format_matrix
-    from .io.common import format_json, write_all_or_none
-    from .io.modes import modes_outputs
-    from .io.provenance import run_header, run_record
-    from .io.snps import format_snps, snps_path
+    from .io.common import write_all_or_none
     from .spectral.estimate import k_hint
 
     Ks = sorted(set(_flat(args.K)))
@@ -596,39 +639,10 @@ def _fit_and_write(args: argparse.Namespace) -> int:
             device=args.device, runs=args.runs,
             projection_correction=args.projection_correction, **given,
         )
-        p_file = output_path(prefix, K, "P")
-        lines = run_header(genotypes, **provenance)
-        if projection is not None:
-            lines += projection.lines
-        lines += [_p_rows_line(genotypes, p_file)] + result.log_lines
-        files = {
-            output_path(prefix, K, "Q"): format_matrix(result.Q, "Q"),
-            p_file: format_matrix(result.P, "P"),
-            snps_path(p_file): format_snps(genotypes.variants),
-        }
-        if result.modes is not None:
-            files.update(modes_outputs(prefix, K, result.modes))
-            lines.append(f"Modes: {output_path(prefix, K, 'modes.tsv')}")
-        if result.bootstrap is not None:
-            for kind in ("Q_se", "Q_bias"):
-                files[output_path(prefix, K, kind)] = format_matrix(
-                    getattr(result.bootstrap, kind), kind, clamp=False
-                )
-            lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
+        files, seconds = _k_outputs(prefix, K, result, genotypes, projection,
+                                    provenance, start)
         if result.cv is not None:
             cv_errors[K] = result.cv.error
-        if result.reference is not None:  # its IDs, usable as --keep
-            files[output_path(prefix, K, "ref")] = "".join(
-                f"{sample}\n" for sample in genotypes.samples[result.reference])
-            lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
-        seconds = time.perf_counter() - start
-        lines.append(f"Elapsed: {seconds:.3f} sec")
-        files[output_path(prefix, K, "log")] = "".join(f"{line}\n" for line in lines)
-        record = run_record(result, genotypes, seconds=seconds, **provenance)
-        record["p_snps"] = snps_path(p_file).name
-        if projection is not None and projection.match is not None:
-            record["projection_snps"] = projection.match.counts
-        files[output_path(prefix, K, "json")] = format_json(record)
         # One K's outputs appear together or not at all (a full disk part-way
         # would otherwise leave a .Q without its .P, .log and .json).
         write_all_or_none(files)
