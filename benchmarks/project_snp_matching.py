@@ -56,13 +56,14 @@ def _target(genotypes, rows, seed):
 
 
 def _expected(genotypes, rows, kept, prefix, corrected):
-    """Projection of the same individuals from the .bed on the shared, unambiguous SNPs."""
+    """The same individuals projected from the .bed on the shared, unambiguous SNPs."""
     from admixspec import project
     from admixspec.io import CLAMP, read_p, read_q
     from admixspec.ml.debias import debiased_project, p_covariance
 
     P = read_p(f"{prefix}.3.P")
-    pair = genotypes.variants["counted"].str.upper() + genotypes.variants["other"].str.upper()
+    variants = genotypes.variants
+    pair = variants["counted"].str.upper() + variants["other"].str.upper()
     shared = kept[~pair.iloc[kept].isin(["AT", "TA", "CG", "GC"]).to_numpy()]
     G = genotypes.dosage[np.ix_(rows, shared)]
     Q = project(G, P[shared])
@@ -100,7 +101,8 @@ def main(argv=None) -> int:
     target, kept = _target(genotypes, rows, args.seed)
     vcf = args.workdir / "other_half.vcf.gz"
     write_vcf(vcf, target, index=False)
-    print(f"target: {len(rows)} individuals, {target.n_snps} of {genotypes.n_snps} SNPs, "
+    print(f"target: {len(rows)} individuals, {target.n_snps} of {genotypes.n_snps} "
+          "SNPs, "
           f"{int(np.sum(np.arange(len(kept)) % 3 == 0))} swapped")
     for name, extra in (("corrected", []), ("plain", ["--plain-projection"])):
         out = args.workdir / name
@@ -109,7 +111,8 @@ def main(argv=None) -> int:
              "--out", str(out), "-q"])
         seconds = (time.perf_counter() - wall, _cpu() - cpu)
         Q = read_q(f"{out}.3.Q")
-        gap = np.abs(Q - _expected(genotypes, rows, kept, ref, name == "corrected")).max()
+        expected = _expected(genotypes, rows, kept, ref, name == "corrected")
+        gap = np.abs(Q - expected).max()
         print(f"\n{name}: wall {seconds[0]:.1f} s, CPU {seconds[1]:.1f} s; largest "
               f"difference from the .bed projection on the shared SNPs {gap:.1e}")
         for line in Path(f"{out}.3.log").read_text().splitlines():

@@ -1,9 +1,15 @@
-"""Projection corrected for the sampling noise of the reference's P (admixspec.ml.debias)."""
+"""Projection corrected for the sampling noise of the reference's P (ml.debias)."""
 
 import numpy as np
 import pytest
 
-from admixspec import fit_admixture, fit_ml, loglikelihood, project, simulate_balding_nichols
+from admixspec import (
+    fit_admixture,
+    fit_ml,
+    loglikelihood,
+    project,
+    simulate_balding_nichols,
+)
 from admixspec.core.exceptions import UsageError
 from admixspec.core.metrics import match_components
 from admixspec.ml.debias import (
@@ -91,7 +97,8 @@ class TestDebiasedProject:
         same = debiased_project(G[40:], P, np.zeros((P.shape[0], 3, 3)), plain)
         np.testing.assert_allclose(same, plain, atol=2e-3)
 
-    def test_raises_the_corrected_loglikelihood_of_everyone(self, small_reference_fixture):
+    def test_raises_the_corrected_loglikelihood_of_everyone(
+            self, small_reference_fixture):
         _, G, _, P, plain, V = small_reference_fixture
         fixed = debiased_project(G[40:], P, V, plain)
         before = corrected_loglikelihood(G[40:], plain, P, V)
@@ -114,7 +121,8 @@ class TestDebiasedProject:
 
         # plain projection on 40 reference individuals (about 13 per component) is
         # strongly shrunk: measured slope 0.31; corrected 0.59, the first-order bias
-        # removed, a higher-order part left at this size (benchmarks/projection_shrinkage.py)
+        # removed, a higher-order part left at this size
+        # (benchmarks/projection_shrinkage.py)
         assert slope(plain) < 0.5
         assert abs(1 - slope(fixed)) < 0.7 * abs(1 - slope(plain))
         assert rmse(fixed) < 0.8 * rmse(plain)
@@ -145,8 +153,9 @@ class TestFitAdmixtureProjection:
         _, G, _, P, plain, V = small_reference_fixture
         without = debiased_project(G[40:], P, V, plain, tol=1e-10)
         P_mono = np.vstack([P, np.full((200, 3), 1e-5)])
-        V_mono = np.concatenate([V, p_covariance(np.zeros((40, 200), np.int8),
-                                                 np.full((40, 3), 1 / 3), P_mono[-200:])])
+        V_added = p_covariance(np.zeros((40, 200), np.int8), np.full((40, 3), 1 / 3),
+                               P_mono[-200:])
+        V_mono = np.concatenate([V, V_added])
         G_mono = np.hstack([G[40:], np.zeros((300, 200), np.int8)])
         with_mono = debiased_project(G_mono, P_mono, V_mono, plain, tol=1e-10)
         np.testing.assert_allclose(with_mono, without, atol=1e-3)

@@ -9,11 +9,11 @@ import pytest
 
 from admixspec import UsageError, fit_admixture, simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.io import read_genotypes, read_q, write_p, write_plink
 from admixspec.core.metrics import match_components
-from admixspec.ml.project import project
-from admixspec.ml.debias import debiased_project, p_covariance
 from admixspec.fit.reference import reference_individuals
+from admixspec.io import read_genotypes, read_q, write_p, write_plink
+from admixspec.ml.debias import debiased_project, p_covariance
+from admixspec.ml.project import project
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +94,8 @@ class TestFitWithReference:
         G = small_fixture.genotypes.dosage
         direct = project(G[others], whole.P, tol=1e-9)
         # a reference of 100 (< 5000): the projection is corrected for P's noise
-        corrected = debiased_project(G[others], whole.P,
-                                     p_covariance(G[rows], whole.Q[rows], whole.P), direct)
+        V = p_covariance(G[rows], whole.Q[rows], whole.P)
+        corrected = debiased_project(G[others], whole.P, V, direct)
         np.testing.assert_allclose(whole.Q[others], corrected, atol=1e-6)
         assert len(chunked.diagnostics["reference"]["projection_iterations"]) == 29
         plain = fit_admixture(small_fixture.genotypes, 2, projection_correction=False,

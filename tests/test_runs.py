@@ -1,4 +1,4 @@
-"""Several fits of one K (``fit_admixture(runs=N)``, ``run --runs``) and monomorphic SNPs."""
+"""Several fits of one K (fit_admixture(runs=N), run --runs); monomorphic SNPs."""
 
 import json
 from pathlib import Path
@@ -95,7 +95,8 @@ class TestFitRuns:
 def _with_monomorphic(G):
     """G with a fixed-0, a fixed-2, an all-missing and a fixed-0-with-missing column."""
     m = G.shape[0]
-    zero, two, none = np.zeros(m, np.int8), np.full(m, 2, np.int8), np.full(m, -1, np.int8)
+    zero, two = np.zeros(m, np.int8), np.full(m, 2, np.int8)
+    none = np.full(m, -1, np.int8)
     gappy = zero.copy()
     gappy[::3] = -1
     columns = [zero, two, none, gappy]

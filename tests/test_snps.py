@@ -1,4 +1,4 @@
-"""The SNPs of a P file (``PREFIX.K.P.snps``) and projection onto a reference by SNP matching."""
+"""The SNPs of a P file (``PREFIX.K.P.snps``) and projection by SNP matching."""
 
 import json
 from pathlib import Path
@@ -11,7 +11,6 @@ from admixspec import Genotypes, project
 from admixspec.cli import main
 from admixspec.core.exceptions import InputError
 from admixspec.io import CLAMP, read_genotypes, read_p, read_q, write_vcf
-from admixspec.ml.debias import debiased_project, p_covariance
 from admixspec.io.snps import (
     format_snps,
     match_snps,
@@ -19,6 +18,7 @@ from admixspec.io.snps import (
     read_snps,
     snps_path,
 )
+from admixspec.ml.debias import debiased_project, p_covariance
 
 from .conftest import DATA, KG1092, require_realdata
 
@@ -102,7 +102,8 @@ class TestSnpTable:
     def test_round_trip(self, tmp_path):
         path = tmp_path / "x.2.P.snps"
         path.write_text(format_snps(REFERENCE))
-        pd.testing.assert_frame_equal(read_snps(path), REFERENCE.astype({"pos": "int64"}))
+        pd.testing.assert_frame_equal(read_snps(path),
+                                      REFERENCE.astype({"pos": "int64"}))
 
     def test_missing_column__input_error(self, tmp_path):
         path = tmp_path / "x.2.P.snps"
@@ -260,7 +261,8 @@ class TestProjectCommand:
         err = capsys.readouterr().err.strip().splitlines()
         assert status == 1
         assert [line for line in err if "error" in line] == err[-1:]
-        assert err[-1].startswith(f"admixspec: error: {path}.snps: only 0 of its 50 SNPs")
+        assert err[-1].startswith(
+            f"admixspec: error: {path}.snps: only 0 of its 50 SNPs")
 
 
 @pytest.mark.slow
