@@ -597,7 +597,7 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
 
 
 def _fit_and_write(args: argparse.Namespace) -> int:
-    """The fits of ``run`` (one :func:`admixspec.fit_admixture` call per K) and their files."""
+    """The fits of ``run`` (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
     from .fit.admixture import fit_admixture
     from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_dosage

@@ -244,7 +244,10 @@ def _aligned_panels(loaded, *, align, names, modes=False):
 
 def _new_figure(n_panels, n, groups, *, width, panel_height, dpi, title, rotate_labels,
                 names=()):
-    """A figure sized for the panels, their names and population names: (figure, axes, rotate)."""
+    """A figure sized for the panels and their and the populations' names.
+
+    Returns (figure, axes, rotate).
+    """
     from matplotlib.figure import Figure
 
     if width is None:

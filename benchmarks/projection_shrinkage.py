@@ -1,4 +1,6 @@
-"""Projected-Q shrinkage against the reference size, before and after correcting it (issue 21).
+"""Projected-Q shrinkage against the reference size, before and after its correction.
+
+Issue 21.
 
 For each reference size N: Balding-Nichols genotypes (K = 3, F_ST ``--fst``,
 proportions Dirichlet(``--alpha``)) of N + ``--projected`` individuals; Q and
@@ -49,7 +51,9 @@ def _scores(Q_hat, Q_true):
     rmse = float(np.sqrt(((Q_hat - Q_true) ** 2).mean()))
     main = Q_true.argmax(axis=1)
     pure = Q_true[np.arange(len(Q_true)), main] >= 0.95
-    share = float(Q_hat[np.flatnonzero(pure), main[pure]].mean()) if pure.any() else np.nan
+    if not pure.any():
+        return slope, rmse, np.nan
+    share = float(Q_hat[np.flatnonzero(pure), main[pure]].mean())
     return slope, rmse, share
 
 
@@ -99,7 +103,8 @@ def main(argv=None) -> int:
             rows["corrected-sizes"] = (fixed_sizes, Q_true[N:], _cpu() - clock)
             clock = _cpu()
             sizes = effective_sizes(P, V)
-            fixed_eff = debiased_project(G[N:], P, p_covariance_from_sizes(P, sizes), plain)
+            V_eff = p_covariance_from_sizes(P, sizes)
+            fixed_eff = debiased_project(G[N:], P, V_eff, plain)
             rows["corrected-effective"] = (fixed_eff, Q_true[N:], _cpu() - clock)
             for name, (Q_hat, truth, seconds) in rows.items():
                 scores = _scores(Q_hat, truth)

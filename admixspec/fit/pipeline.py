@@ -66,7 +66,7 @@ CORRECTION_MAX_REFERENCE = 5000
 
 
 def correct_projection(correction, reference_size: int) -> bool:
-    """Whether to correct projected Q for P's sampling noise (:mod:`admixspec.ml.debias`).
+    """Whether to correct projected Q for P's sampling noise (ml.debias).
 
     ``correction`` is True, False or ``"auto"``: corrected when the reference
     has fewer than :data:`CORRECTION_MAX_REFERENCE` individuals.
@@ -140,7 +140,7 @@ def add_cv(result, G, folds, *, seed, threads, log):
 
 
 def add_bootstrap(result, G, replicates, *, seed, threads, log):
-    """Bootstrap standard errors of ``result.Q`` over SNP blocks; sets ``result.bootstrap``."""
+    """Bootstrap standard errors of ``result.Q`` over SNP blocks (``result.bootstrap``)."""
     clock = time.perf_counter()
     result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
                                    n_replicates=replicates, seed=seed, threads=threads)
@@ -149,7 +149,7 @@ def add_bootstrap(result, G, replicates, *, seed, threads, log):
 
 
 def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:
-    """Cross-validation and the bootstrap of a finished fit, when ``options`` ask for them.
+    """Cross-validation and the bootstrap of a finished fit, as ``options`` ask.
 
     They describe the individuals the fit estimated: everyone, or its
     reference when there was one (``result.reference``), as a fit of the

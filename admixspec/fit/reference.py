@@ -323,7 +323,8 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
                 chunk_size=chunk_size, tol=o.tol, max_iter=o.max_iter, threads=o.threads,
                 covariance=p_covariance(None, Q_ref, P) if corrected else None)
         loglik = Engine(source, K).loglik(Q, P)
-    projection = {"projection_chunk_size": chunk_size, "projection_iterations": iterations,
+    projection = {"projection_chunk_size": chunk_size,
+                  "projection_iterations": iterations,
                   "projection_corrected": corrected and len(others) > 0}
     result = _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,
                               history, projection, time.perf_counter() - start)

@@ -332,7 +332,7 @@ class ProjectionInput:
 
 
 def _reference_q(p_path, K: int):
-    """The reference's Q beside its P (``PREFIX.K.P`` -> ``PREFIX.K.Q``), if it is there."""
+    """The reference's Q beside its P (``PREFIX.K.P`` -> ``PREFIX.K.Q``), if there."""
     from .admixture import read_q
 
     name = str(p_path)
