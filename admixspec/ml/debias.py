@@ -74,6 +74,10 @@ def p_covariance(G_ref, Q_ref: np.ndarray, P: np.ndarray) -> np.ndarray:
     [0.0293, 0.0293]
     """
     Q = np.asarray(Q_ref, dtype=np.float64)
+    # rows summing to exactly 1: a .Q file's 6 decimals leave sums 1 +- 1e-6,
+    # which moves 1 - f by 10% where f is near 1 - 1e-5 (and not where the
+    # same SNP, flipped, has f near 1e-5)
+    Q = Q / Q.sum(axis=1, keepdims=True)
     P = np.clip(np.asarray(P, dtype=np.float64), P_MIN, P_MAX)
     n, K = Q.shape
     m = P.shape[0]
@@ -290,7 +294,9 @@ def debiased_project(G, P, V, Q0, *, tol: float = 1e-9, max_iter: int = 100
     P = np.clip(np.asarray(P, dtype=np.float64), P_MIN, P_MAX)
     V = np.asarray(V, dtype=np.float64)
     Vflat = V.reshape(V.shape[0], -1).copy()
-    Vflat[(P <= P_MIN).all(axis=1) | (P >= P_MAX).all(axis=1)] = 0.0
+    # on the bound to rounding: a flipped row's 1 - 0.99999 is not exactly P_MIN
+    edge = 1e-9
+    Vflat[(P <= P_MIN + edge).all(axis=1) | (P >= P_MAX - edge).all(axis=1)] = 0.0
     Q = clip_proportions(np.array(Q0, dtype=np.float64))
     n = len(Q)
     step = max(1, _BLOCK_ENTRIES // max(P.shape[0], 1))
