@@ -317,11 +317,13 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
         if len(others):
             logger.info("projecting %d individuals onto P, %d at a time read from disk",
                         len(others), chunk_size)
-            # every reference genotype counted as called: they stay on disk
+            # the reference's genotypes tell which calls are missing when they
+            # hold every SNP (as in memory); else every call counts as made
+            called = G_ref if len(snps) == n else None
             Q[others], iterations = _project_chunks(
                 lambda chunk: source.subset(rows=chunk).read(), others, P,
                 chunk_size=chunk_size, tol=o.tol, max_iter=o.max_iter, threads=o.threads,
-                covariance=p_covariance(None, Q_ref, P) if corrected else None)
+                covariance=p_covariance(called, Q_ref, P) if corrected else None)
         loglik = Engine(source, K).loglik(Q, P)
     projection = {"projection_chunk_size": chunk_size,
                   "projection_iterations": iterations,
