@@ -137,13 +137,15 @@ def add_genotype_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True,
-                             stream: bool = False, in_memory_for=()):
+                             stream: bool = False, in_memory_for=(),
+                             drop_monomorphic: bool = True):
     """Read and filter the genotypes named by :func:`add_genotype_arguments` flags.
 
     One call of :func:`admixspec.io.reader.open_genotypes`, which logs (INFO)
     the size read and what every filter removed. With ``stream``, genotypes
     over half of ``--memory`` stay on disk (``run``); ``in_memory_for`` names
-    the flags that need them in memory.
+    the flags that need them in memory. ``drop_monomorphic=False`` keeps SNPs
+    with one observed allele (``run``: P has a row for each).
 
     Returns
     -------
@@ -154,7 +156,8 @@ def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True,
     return open_genotypes(
         args.input, memory_mib=getattr(args, "memory", None), stream=stream,
         in_memory_for=in_memory_for, keep=args.keep, region=args.region, maf=args.maf,
-        geno=args.geno, mind=args.mind, indep_pairwise=args.indep_pairwise, check=check,
+        geno=args.geno, mind=args.mind, indep_pairwise=args.indep_pairwise,
+        drop_monomorphic=drop_monomorphic, check=check,
     )
 
 
@@ -352,8 +355,11 @@ def _add_run_parser(subparsers) -> None:
         description=(
             "Estimate ancestry proportions Q and ancestral allele frequencies P with the "
             "spectral tensor-eigenpair method, refined by maximum likelihood where that "
-            "is identifiable. Writes PREFIX.K.Q, PREFIX.K.P, PREFIX.K.log and "
-            "PREFIX.K.json for every K (ADMIXTURE's formats)."
+            "is identifiable. Writes PREFIX.K.Q, PREFIX.K.P (one row per SNP that "
+            "passed the filters, monomorphic ones included, as ADMIXTURE), "
+            "PREFIX.K.P.snps (which SNP each P row is), PREFIX.K.log and "
+            "PREFIX.K.json for every K (ADMIXTURE's formats); with --runs, also "
+            "PREFIX.K.modes.tsv and PREFIX.K.mode<M>.Q."
         ),
     )
     add_genotype_arguments(parser)
@@ -393,6 +399,13 @@ def _add_run_parser(subparsers) -> None:
                              "log-likelihood than this")
     method.add_argument("--max-iter", type=_positive_int, default=1000,
                         help="ML iteration limit")
+    method.add_argument(
+        "--runs", type=_positive_int, default=1, metavar="N",
+        help="N fits per K: the default path, then maximum likelihood from random "
+        "starts seeded --seed + 1, + 2, ...; writes the best log-likelihood's and "
+        "groups the runs into modes (CLUMPP G' >= 0.97 between every two runs): "
+        "PREFIX.K.modes.tsv and each other mode's PREFIX.K.mode<M>.Q",
+    )
     extra = parser.add_argument_group("cross-validation, bootstrap, supervised, projection")
     extra.add_argument(
         "--cv", type=_positive_int, nargs="?", const=5, default=None, metavar="N",
@@ -410,32 +423,59 @@ def _add_run_parser(subparsers) -> None:
         help="supervised mode with reference labels from POPFILE (default: the input's "
         "prefix + '.pop'; one line per individual, '-' for unknown)",
     )
-    extra.add_argument(
+    _add_projection_arguments(extra)
+    parser.set_defaults(runner=run_fit)
+
+
+def _add_projection_arguments(group) -> None:
+    """``--project`` and its SNP matching and correction; ``--reference-size``."""
+    group.add_argument(
         "--project", metavar="PFILE",
-        help="projection mode: keep these allele frequencies (a .P file of the same SNPs) "
-        "fixed and estimate each individual's Q by maximum likelihood",
+        help="projection mode: keep a reference's allele frequencies fixed and estimate "
+        "each individual's Q by maximum likelihood. With the reference run's "
+        "PFILE.snps beside it, SNPs are matched by chromosome, position and alleles "
+        "(ID as a fallback) and P is flipped where the input counts the other allele; "
+        "a bare .P file must have the input's SNPs in order",
     )
-    extra.add_argument(
+    group.add_argument(
+        "--plain-projection", dest="projection_correction", action="store_const",
+        const=False, default="auto",
+        help="project as ADMIXTURE does, without correcting Q for the sampling noise "
+        "of the reference's P (by default corrected when the reference has fewer "
+        "than 5000 individuals: the reference run's PREFIX.K.Q beside PFILE, or "
+        "--reference-size)",
+    )
+    group.add_argument(
+        "--keep-ambiguous", action="store_true",
+        help="--project: keep strand-ambiguous A/T and C/G SNPs (matched as given, "
+        "never complemented); by default they are dropped",
+    )
+    group.add_argument(
+        "--min-overlap", type=_fraction(1.0), default=0.5, metavar="FRACTION",
+        help="--project: least share of the reference's SNPs that must match the "
+        "input's",
+    )
+    group.add_argument(
         "--reference-size", type=_positive_int, default=None, metavar="N",
         help="fit Q and P on N individuals drawn at random (seeded by --seed; their IDs "
         "go to PREFIX.K.ref), then project every other individual onto that P, in "
         "chunks (default: everyone up to 5000 individuals, 5000 above: the spectral "
         "moments are N x N; give N >= the cohort size to fit everyone)",
     )
-    parser.set_defaults(runner=run_fit)
 
 
-def _projection_p(args, genotypes):
-    """The fixed P of ``--project``, checked against the genotypes' SNPs."""
-    from .io import read_p
+def _projection_input(args, genotypes):
+    """``--project``: the fixed P and the genotypes on the SNPs it matches."""
+    from .io.snps import projection_reference
 
-    P = read_p(args.project)
-    if P.shape[0] != genotypes.n_snps:
-        raise InputError(
-            f"has {P.shape[0]} SNPs but the genotypes have {genotypes.n_snps} "
-            "(use the same SNPs, in the same order)", path=args.project,
-        )
-    return P
+    reference = projection_reference(args.project, genotypes,
+                                     ambiguous=args.keep_ambiguous,
+                                     min_overlap=args.min_overlap)
+    for line in reference.lines:
+        logger.info("%s", line)
+    if reference.columns is not None:
+        genotypes = genotypes.subset(snps=reference.columns)
+    return genotypes, reference
 
 
 def _supervised_labels(args, genotypes):
@@ -496,19 +536,72 @@ def _read_for_run(args: argparse.Namespace):
     flags = {"--cv": args.cv, "--bootstrap": args.bootstrap, "--project": args.project,
              "--supervised": args.supervised}
     return read_genotypes_from_args(
-        args, stream=True,
+        args, stream=True, drop_monomorphic=False,
         in_memory_for=[flag for flag, value in flags.items() if value is not None])
 
 
+def _p_rows_line(genotypes, p_file: Path) -> str:
+    """What the rows of PREFIX.K.P are, for the log: every SNP read, or which remain."""
+    removed = sum(entry["removed"] for entry in genotypes.filter_log
+                  if entry.get("unit") == "variants")
+    text = f"P rows: {genotypes.n_snps} SNPs, named in {p_file.name}.snps"
+    if removed:
+        text += (f" ({removed} of the {genotypes.n_snps + removed} variants read were "
+                 "removed by the filters above)")
+    else:
+        text += ", one per variant read, in input order"
+    return text
+
+
+def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
+    """The files of one K of ``run`` (path -> text), and its seconds since ``start``."""
+    from .io import output_path
+    from .io.admixture import format_matrix
+    from .io.common import format_json
+    from .io.modes import modes_outputs
+    from .io.provenance import run_header, run_record
+    from .io.snps import format_snps, snps_path
+
+    p_file = output_path(prefix, K, "P")
+    lines = run_header(genotypes, **provenance)
+    if projection is not None:
+        lines += projection.lines
+    lines += [_p_rows_line(genotypes, p_file)] + result.log_lines
+    files = {
+        output_path(prefix, K, "Q"): format_matrix(result.Q, "Q"),
+        p_file: format_matrix(result.P, "P"),
+        snps_path(p_file): format_snps(genotypes.variants),
+    }
+    if result.modes is not None:
+        files.update(modes_outputs(prefix, K, result.modes))
+        lines.append(f"Modes: {output_path(prefix, K, 'modes.tsv')}")
+    if result.bootstrap is not None:
+        for kind in ("Q_se", "Q_bias"):
+            files[output_path(prefix, K, kind)] = format_matrix(
+                getattr(result.bootstrap, kind), kind, clamp=False
+            )
+        lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
+    if result.reference is not None:  # its IDs, usable as --keep
+        files[output_path(prefix, K, "ref")] = "".join(
+            f"{sample}\n" for sample in genotypes.samples[result.reference])
+        lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
+    seconds = time.perf_counter() - start
+    lines.append(f"Elapsed: {seconds:.3f} sec")
+    files[output_path(prefix, K, "log")] = "".join(f"{line}\n" for line in lines)
+    record = run_record(result, genotypes, seconds=seconds, **provenance)
+    record["p_snps"] = snps_path(p_file).name
+    if projection is not None and projection.match is not None:
+        record["projection_snps"] = projection.match.counts
+    files[output_path(prefix, K, "json")] = format_json(record)
+    return files, seconds
+
+
 def _fit_and_write(args: argparse.Namespace) -> int:
-    """The fits of ``run`` (one :func:`admixspec.fit_admixture` call per K) and their files."""
+    """The fits of ``run`` (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
     from .fit.admixture import fit_admixture
     from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_dosage
-    from .io import output_path
-    from .io.admixture import format_matrix
-    from .io.common import format_json, write_all_or_none
-    from .io.provenance import run_header, run_record
+    from .io.common import write_all_or_none
     from .spectral.estimate import k_hint
 
     Ks = sorted(set(_flat(args.K)))
@@ -518,8 +611,12 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     prefix = args.out or _default_prefix(args.input)
     if Path(prefix).parent != Path("."):
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    projection = None
+    if args.project:
+        genotypes, projection = _projection_input(args, genotypes)
     given = {
-        "P": _projection_p(args, genotypes) if args.project else None,
+        "P": None if projection is None else projection.P,
+        "reference_q": None if projection is None else projection.reference_q,
         "labels": (None if args.supervised is None or args.project
                    else _supervised_labels(args, genotypes)),
     }
@@ -539,35 +636,18 @@ def _fit_and_write(args: argparse.Namespace) -> int:
             genotypes, K, reference_size=args.reference_size, init=args.init,
             seed=args.seed, refine=args.refine, tol=args.tol, max_iter=args.max_iter,
             cv=args.cv, bootstrap=args.bootstrap, threads=args.threads,
-            device=args.device, **given,
+            device=args.device, runs=args.runs,
+            projection_correction=args.projection_correction, **given,
         )
-        lines = run_header(genotypes, **provenance) + result.log_lines
-        files = {
-            output_path(prefix, K, "Q"): format_matrix(result.Q, "Q"),
-            output_path(prefix, K, "P"): format_matrix(result.P, "P"),
-        }
-        if result.bootstrap is not None:
-            for kind in ("Q_se", "Q_bias"):
-                files[output_path(prefix, K, kind)] = format_matrix(
-                    getattr(result.bootstrap, kind), kind, clamp=False
-                )
-            lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
+        files, seconds = _k_outputs(prefix, K, result, genotypes, projection,
+                                    provenance, start)
         if result.cv is not None:
             cv_errors[K] = result.cv.error
-        if result.reference is not None:  # its IDs, usable as --keep
-            files[output_path(prefix, K, "ref")] = "".join(
-                f"{sample}\n" for sample in genotypes.samples[result.reference])
-            lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
-        seconds = time.perf_counter() - start
-        lines.append(f"Elapsed: {seconds:.3f} sec")
-        files[output_path(prefix, K, "log")] = "".join(f"{line}\n" for line in lines)
-        files[output_path(prefix, K, "json")] = format_json(
-            run_record(result, genotypes, seconds=seconds, **provenance)
-        )
         # One K's outputs appear together or not at all (a full disk part-way
         # would otherwise leave a .Q without its .P, .log and .json).
         write_all_or_none(files)
-        logger.info("K=%d: wrote %s.%d.{Q,P,log,json} (%.1f s)", K, prefix, K, seconds)
+        logger.info("K=%d: wrote %s (%.1f s)", K,
+                    ", ".join(sorted(path.name for path in files)), seconds)
     if len(cv_errors) > 1:
         best = min(cv_errors, key=cv_errors.get)
         logger.info("Best K by cross-validation error: %d (CV error %.5f)", best,
@@ -669,6 +749,12 @@ def _add_plot_parser(subparsers) -> None:
         "--no-align", action="store_true",
         help="draw Q columns as given, without aligning components across K",
     )
+    parser.add_argument(
+        "--modes", action="store_true",
+        help="for run prefixes: one panel per mode of each K that 'run --runs' found "
+        "(PREFIX.K.modes.tsv), named with its share of the runs; * marks the best "
+        "run's mode",
+    )
     parser.set_defaults(runner=run_plot)
 
 
@@ -680,7 +766,7 @@ def run_plot(args: argparse.Namespace) -> int:
         args.inputs, labels=args.labels, sample_ids=args.ids,
         population_order=args.population_order, Ks=_flat(args.K),
         align=not args.no_align, out=args.out, title=args.title, width=args.width,
-        panel_height=args.panel_height, dpi=args.dpi,
+        panel_height=args.panel_height, dpi=args.dpi, modes=args.modes,
     )
     if args.cv_out:
         plot_cv(args.inputs, out=args.cv_out)

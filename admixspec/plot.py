@@ -88,8 +88,28 @@ def ancestry_palette(K: int) -> list[str]:
     return [colours[k % len(colours)] for k in range(K)]
 
 
-def _load_panels(Qs, Ks) -> list[tuple[np.ndarray, str]]:
-    """(Q, source name) for arrays, ``.Q`` paths and run prefixes."""
+def _mode_panels(prefix: Path, K: int, q_path: Path) -> list[tuple[np.ndarray, str]]:
+    """A K's modes (``PREFIX.K.modes.tsv``) as panels named ``K=4 mode 2 (30%)``.
+
+    The best run's mode is marked ``*``; without a modes table, the K's Q alone.
+    """
+    from .io.admixture import read_q
+    from .io.modes import mode_panels
+
+    panels = []
+    for mode, share, Q, path in mode_panels(prefix, K):
+        best = "*" if path.resolve() == q_path.resolve() else ""
+        percent = "" if np.isnan(share) else f" ({100 * share:.0f}%)"
+        panels.append((Q, f"K={K}\nmode {mode}{percent}{best}"))
+    return panels or [(read_q(q_path), f"K={K}")]
+
+
+def _load_panels(Qs, Ks, *, modes: bool = False) -> list[tuple[np.ndarray, str]]:
+    """(Q, source name) for arrays, ``.Q`` paths and run prefixes.
+
+    With ``modes``, a run prefix gives each K's modes (:func:`_mode_panels`),
+    named for the figure.
+    """
     from .io.admixture import read_q
     from .io.results import find_runs
 
@@ -107,7 +127,11 @@ def _load_panels(Qs, Ks) -> list[tuple[np.ndarray, str]]:
             runs = find_runs(path)
             if not runs:
                 raise InputError("no such Q file, nor PREFIX.K.Q files", path=path)
-            panels.extend((read_q(q_path), q_path.name) for _, q_path in runs)
+            if modes:
+                for K, q_path in runs:
+                    panels.extend(_mode_panels(path, K, q_path))
+            else:
+                panels.extend((read_q(q_path), q_path.name) for _, q_path in runs)
             continue
         Q = np.asarray(item, dtype=float)
         if Q.ndim != 2:
@@ -185,10 +209,24 @@ def _check_format(out) -> None:
         )
 
 
-def _aligned_panels(loaded, *, align, names):
-    """Panels in K order with aligned columns: (perms, aligned Qs, panel names)."""
+def _aligned_panels(loaded, *, align, names, modes=False):
+    """Panels in K order with aligned columns: (perms, aligned Qs, panel names).
+
+    With ``modes`` each K's first panel is aligned across K and its other
+    panels to it (:func:`admixspec.fit.modes.align_mode_panels`), and the
+    panels are named as loaded.
+    """
     mats = [Q for Q, _ in loaded]
-    perms = align_components(mats) if align else [np.arange(Q.shape[1]) for Q in mats]
+    if not align:
+        perms = [np.arange(Q.shape[1]) for Q in mats]
+    elif modes:
+        from .fit.modes import align_mode_panels
+
+        perms = align_mode_panels(mats)
+    else:
+        perms = align_components(mats)
+    if modes and names is None:
+        names = [name for _, name in loaded]
     order_k = sorted(range(len(mats)), key=lambda j: mats[j].shape[1])
     aligned = [mats[j][:, perms[j]] for j in order_k]
     Ks = [Q.shape[1] for Q in aligned]
@@ -204,8 +242,12 @@ def _aligned_panels(loaded, *, align, names):
     return perms, aligned, panel_names
 
 
-def _new_figure(n_panels, n, groups, *, width, panel_height, dpi, title, rotate_labels):
-    """A figure sized for the panels and population names: (figure, axes, rotate)."""
+def _new_figure(n_panels, n, groups, *, width, panel_height, dpi, title, rotate_labels,
+                names=()):
+    """A figure sized for the panels and their and the populations' names.
+
+    Returns (figure, axes, rotate).
+    """
     from matplotlib.figure import Figure
 
     if width is None:
@@ -220,8 +262,11 @@ def _new_figure(n_panels, n, groups, *, width, panel_height, dpi, title, rotate_
     height = panel_height * n_panels + bottom_margin + (0.4 if title else 0.1)
     fig = Figure(figsize=(width, height), dpi=dpi)
     axes = fig.subplots(n_panels, 1, sharex=True, squeeze=False)[:, 0]
+    # a panel name's longest line, at about 0.075 inch per character of 9 pt text
+    longest_name = max((len(line) for name in names for line in name.split("\n")),
+                       default=0)
     fig.subplots_adjust(
-        left=0.8 / width,
+        left=max(0.8, 0.075 * longest_name + 0.2) / width,
         right=1 - 0.15 / width,
         top=1 - (0.4 if title else 0.1) / height,
         bottom=(bottom_margin + 0.05) / height,
@@ -291,6 +336,7 @@ def plot_ancestry(
     panel_height: float = 1.2,
     dpi: int = 150,
     rotate_labels: bool | None = None,
+    modes: bool = False,
 ):
     """Stacked-bar ancestry plot of one or several Q matrices.
 
@@ -344,6 +390,11 @@ def plot_ancestry(
     rotate_labels : bool, optional
         Rotate population names vertically (default: when the labels would
         crowd).
+    modes : bool
+        For run prefixes: draw every mode of each K that ``run --runs`` found
+        (``PREFIX.K.modes.tsv``), one panel per mode named ``K=4 mode 2
+        (30%)`` (``*`` on the best run's mode), each minor mode aligned to
+        its K's first (:func:`admixspec.fit.modes.align_mode_panels`).
 
     Returns
     -------
@@ -371,9 +422,10 @@ def plot_ancestry(
     >>> len(fig.axes)
     2
     """
-    loaded = _load_panels(Qs, Ks)
+    loaded = _load_panels(Qs, Ks, modes=modes)
     labels = _check_panel_inputs(loaded, labels, sample_ids, out)
-    perms, aligned, panel_names = _aligned_panels(loaded, align=align, names=names)
+    perms, aligned, panel_names = _aligned_panels(loaded, align=align, names=names,
+                                                  modes=modes)
     K_max = max(Q.shape[1] for Q in aligned)
     colours = list(colors) if colors is not None else ancestry_palette(K_max)
     if len(colours) < K_max:
@@ -383,7 +435,7 @@ def plot_ancestry(
     if ax is None:
         fig, axes, rotate_labels = _new_figure(
             len(aligned), n, groups, width=width, panel_height=panel_height, dpi=dpi,
-            title=title, rotate_labels=rotate_labels,
+            title=title, rotate_labels=rotate_labels, names=panel_names,
         )
         if title:
             fig.suptitle(title)

@@ -210,16 +210,16 @@ class TestRunOutputs:
     def test_run__full_disk_part_way_leaves_none_of_that_K_and_names_the_file(
         self, plink_fixture, tmp_path, capsys, monkeypatch
     ):
-        # K=2 writes Q, P, log, json (4 fsyncs); the disk fills on K=3's P.
+        # K=2 writes Q, P, P.snps, log, json (5 fsyncs); the disk fills on K=3's P.
         full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        monkeypatch.setattr(os, "fsync", failing_on_call(os.fsync, 6, full))
+        monkeypatch.setattr(os, "fsync", failing_on_call(os.fsync, 7, full))
         prefix = tmp_path / "out" / "x"
         assert_one_line_error(
             capsys, ["run", plink_fixture, "-K", "2-3", "--out", prefix, "-q"], 1,
             f"{prefix}.3.P: No space left on device",
         )
         assert sorted(p.name for p in prefix.parent.iterdir()) == [
-            "x.2.P", "x.2.Q", "x.2.json", "x.2.log"
+            "x.2.P", "x.2.P.snps", "x.2.Q", "x.2.json", "x.2.log"
         ]
 
     def test_run__bootstrap_bias_keeps_its_sign(self, plink_fixture, tmp_path, capsys):

@@ -9,10 +9,11 @@ import pytest
 
 from admixspec import UsageError, fit_admixture, simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.io import read_genotypes, read_q, write_p, write_plink
 from admixspec.core.metrics import match_components
-from admixspec.ml.project import project
 from admixspec.fit.reference import reference_individuals
+from admixspec.io import read_genotypes, read_q, write_p, write_plink
+from admixspec.ml.debias import debiased_project, p_covariance
+from admixspec.ml.project import project
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +89,19 @@ class TestFitWithReference:
         whole = fit_admixture(small_fixture.genotypes, 2, **options)
         chunked = fit_admixture(small_fixture.genotypes, 2, chunk_size=7, **options)
         np.testing.assert_allclose(chunked.Q, whole.Q, atol=1e-6)
-        others = np.setdiff1d(np.arange(300), reference_individuals(300, 100, seed=1))
-        direct = project(small_fixture.genotypes.dosage[others], whole.P, tol=1e-9)
-        np.testing.assert_allclose(whole.Q[others], direct, atol=1e-6)
+        rows = reference_individuals(300, 100, seed=1)
+        others = np.setdiff1d(np.arange(300), rows)
+        G = small_fixture.genotypes.dosage
+        direct = project(G[others], whole.P, tol=1e-9)
+        # a reference of 100 (< 5000): the projection is corrected for P's noise
+        V = p_covariance(G[rows], whole.Q[rows], whole.P)
+        corrected = debiased_project(G[others], whole.P, V, direct)
+        np.testing.assert_allclose(whole.Q[others], corrected, atol=1e-6)
         assert len(chunked.diagnostics["reference"]["projection_iterations"]) == 29
+        plain = fit_admixture(small_fixture.genotypes, 2, projection_correction=False,
+                              **options)
+        np.testing.assert_allclose(plain.Q[others], direct, atol=1e-6)
+        assert not plain.diagnostics["reference"]["projection_corrected"]
 
     def test_fit_with_reference__log_and_loglik_cover_everyone(self, small_fixture):
         result = fit_admixture(small_fixture.genotypes, 2, reference_size=100,

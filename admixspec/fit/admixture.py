@@ -12,7 +12,13 @@ input's size and wherever it lives:
   what exceeds the memory budget) get the same reference fit on the SNPs that
   fit in memory, then streamed passes (:func:`admixspec.fit.reference.fit_streamed`);
 * the likelihood passes run on the CPU, a GPU (``device``) or a Dask cluster
-  (inside :func:`admixspec.backends.distributed.use_client`).
+  (inside :func:`admixspec.backends.distributed.use_client`);
+* SNPs with one observed allele are left out of the fit and put back into P
+  and the log-likelihood (:mod:`admixspec.fit.monomorphic`), so P has a row
+  per SNP given, as ADMIXTURE's;
+* ``runs > 1`` fits from distinct starts and returns the best, with the
+  modes the runs form (:mod:`admixspec.fit.runs`); cross-validation and the
+  bootstrap then describe the final fit (:func:`admixspec.fit.pipeline.add_extras`).
 
 Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
 ``single-population``, ``spectral``, ``spectral+ml`` and ``ml-fallback`` for
@@ -23,14 +29,18 @@ the default (:mod:`admixspec.fit.default`); ``ml-svd`` and ``ml-random`` for
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+
+import numpy as np
 
 from ..backends import default_device
 from ..core.exceptions import UsageError
 from ..core.filters import check_K
 from ..core.validation import Dosage, Interval, Options, validate_params
 from ..spectral.estimate import DEFAULT_WINDOWS
-from .pipeline import FitOptions, fit_in_memory
+from .monomorphic import complete_snps, monomorphic_snps
+from .pipeline import FitOptions, add_extras, fit_in_memory
 from .reference import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_REFERENCE_SIZE,
@@ -38,6 +48,7 @@ from .reference import (
     fit_with_reference,
 )
 from .result import AdmixtureResult
+from .runs import fit_runs
 
 __all__ = ["METHODS", "ML_INITS", "AdmixtureResult", "fit_admixture"]
 
@@ -97,6 +108,8 @@ def _check_streamed(options: FitOptions) -> None:
     "device": Options(None, "auto", "cpu", "cuda"),
     "reference_size": Interval(int, 2, allow_none=True),
     "chunk_size": Interval(int, 1),
+    "runs": Interval(int, 1),
+    "projection_correction": Options("auto", True, False),
 })
 def fit_admixture(
     genotypes,
@@ -119,6 +132,9 @@ def fit_admixture(
     device: str | None = None,
     reference_size: int | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    runs: int = 1,
+    reference_q=None,
+    projection_correction: bool | str = "auto",
 ) -> AdmixtureResult:
     """Estimate ancestry proportions Q and ancestral frequencies P.
 
@@ -191,6 +207,26 @@ def fit_admixture(
         Projection and supervised fits use everyone, and take none.
     chunk_size : int
         Individuals projected at once onto a reference's P.
+    runs : int
+        Fits from distinct starts (``--runs``): the default path first, then
+        maximum likelihood from random starts seeded ``seed + 1``, ``seed +
+        2``, ...; the best log-likelihood's is returned with every run's Q
+        and the modes they form in ``modes`` (:mod:`admixspec.fit.runs`).
+        Cross-validation and the bootstrap run on the best run only.
+        Projection and supervised fits, whose answer does not depend on a
+        start, take 1.
+    reference_q : array_like, float, shape (n_reference, K), optional
+        Projection: the Q of the individuals ``P`` was fitted on (the
+        reference run's ``.Q``), which tells how noisy ``P`` is; with it the
+        projection is corrected for that noise (``projection_correction``).
+    projection_correction : {"auto", True, False}
+        Correct projected Q for the sampling noise of the reference's P
+        (:mod:`admixspec.ml.debias`): plain projection pulls Q towards the
+        mean, by about ``1 / (4 F N)`` for a reference of ``N`` individuals per
+        component of F_ST ``F``. ``"auto"``: when the reference (``reference_q``,
+        or the reference of a large cohort) has fewer than
+        :data:`~admixspec.fit.pipeline.CORRECTION_MAX_REFERENCE` individuals;
+        False gives ADMIXTURE's plain projection.
 
     Returns
     -------
@@ -224,12 +260,21 @@ def fit_admixture(
     ((300, 2), True, 100)
     >>> bool(q_error(sim.Q, result.Q) < 0.05)
     True
+
+    Several runs, grouped into modes:
+
+    >>> sim = simulate_balding_nichols(40, 2000, 2, fst=0.3, alpha=0.3, seed=2)
+    >>> result = fit_admixture(sim.genotypes, 2, seed=1, runs=3)
+    >>> result.modes.n_runs, bool(result.loglik == max(result.modes.logliks))
+    (3, True)
     """
     method, init = _resolve_method(method, init, labels, P)
     streamed = hasattr(genotypes, "chunks")
     n_individuals = genotypes.n_individuals if streamed else genotypes.shape[0]
     check_K(K, n_individuals)
-    options = FitOptions(method=method, init=init, labels=labels, P=P, seed=seed,
+    options = FitOptions(method=method, init=init, labels=labels, P=P,
+                         reference_q=reference_q,
+                         projection_correction=projection_correction, seed=seed,
                          refine=refine, tol=tol, max_iter=max_iter, cv=cv,
                          bootstrap=bootstrap, windows=windows, n_starts=n_starts,
                          threads=threads, callback=callback)
@@ -238,13 +283,36 @@ def fit_admixture(
         raise UsageError("a reference (--reference-size) cannot be combined with "
                          "projection or supervised fits (--project, --supervised), "
                          "which fit everyone")
+    if reference_q is not None and method != "projection":
+        raise UsageError("reference_q (the reference's Q) is used only by projection")
+    if everyone and runs > 1:
+        raise UsageError(f"runs > 1 (--runs) are for unsupervised fits: a {method} "
+                         "fit does not depend on its start")
     reference_size = reference_size or DEFAULT_REFERENCE_SIZE
-    with default_device(device):  # every fit below, CV and bootstrap included
+
+    if streamed:
+        _check_streamed(options)
+        mask = None  # the streamed filters drop monomorphic SNPs as they read
+    elif method == "projection":
+        mask = None  # with P fixed, every SNP tells the components apart
+    else:
+        mask, counts = monomorphic_snps(genotypes)
+        mask = mask if mask.any() else None
+    fitted = genotypes if mask is None else np.ascontiguousarray(genotypes[:, ~mask])
+
+    def fit_one(options: FitOptions) -> AdmixtureResult:
         if streamed:
-            _check_streamed(options)
-            return fit_streamed(genotypes, K, reference_size=reference_size,
-                                chunk_size=chunk_size, options=options)
-        if everyone or n_individuals <= reference_size:
-            return fit_in_memory(genotypes, K, options)
-        return fit_with_reference(genotypes, K, reference_size=reference_size,
+            result = fit_streamed(fitted, K, reference_size=reference_size,
                                   chunk_size=chunk_size, options=options)
+        elif everyone or n_individuals <= reference_size:
+            result = fit_in_memory(fitted, K, options)
+        else:
+            result = fit_with_reference(fitted, K, reference_size=reference_size,
+                                        chunk_size=chunk_size, options=options)
+        return result if mask is None else complete_snps(result, mask, counts)
+
+    core = dataclasses.replace(options, cv=None, bootstrap=None)
+    with default_device(device):  # every fit below, CV and bootstrap included
+        result = fit_one(core) if runs == 1 else fit_runs(fit_one, core, runs=runs)
+        add_extras(result, genotypes, options)
+    return result

@@ -3,15 +3,15 @@
 :func:`fit_in_memory` is what :func:`admixspec.fit_admixture` runs on a
 cohort in memory, and on the reference of a larger one
 (:mod:`admixspec.fit.reference`): the default (:mod:`admixspec.fit.default`),
-plain maximum likelihood, the supervised fit or projection, then
-cross-validation and the bootstrap when asked for.
+plain maximum likelihood, the supervised fit or projection;
+:func:`add_extras` then adds cross-validation and the bootstrap when asked for.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ..core.exceptions import UsageError
 from ..core.parameters import P_MAX, P_MIN
 from ..ml.bootstrap import bootstrap as bootstrap_q
 from ..ml.crossval import cross_validate, format_cv
+from ..ml.debias import debiased_project, p_covariance
 from ..ml.likelihood import loglikelihood
 from ..ml.project import fit_supervised, project
 from ..ml.refine import fit_ml
@@ -26,7 +27,8 @@ from ..spectral.estimate import DEFAULT_WINDOWS
 from .default import fit_default
 from .result import AdmixtureResult, FitLog
 
-__all__ = ["FitOptions", "fit_in_memory"]
+__all__ = ["CORRECTION_MAX_REFERENCE", "FitOptions", "add_bootstrap", "add_cv",
+           "add_extras", "correct_projection", "correction_line", "fit_in_memory"]
 
 logger = logging.getLogger("admixspec")
 
@@ -44,6 +46,8 @@ class FitOptions:
     init: str | None = None
     labels: object = None
     P: object = None
+    reference_q: object = None
+    projection_correction: bool | str = "auto"
     seed: int | None = None
     refine: bool | str = "auto"
     tol: float = 1e-4
@@ -56,7 +60,30 @@ class FitOptions:
     callback: object = None
 
 
-def _fit_projection(G, K, P, *, tol, max_iter, threads, log):
+#: A reference of at least this many individuals gets no projection correction
+#: under ``projection_correction="auto"`` (benchmarks/projection_shrinkage.py).
+CORRECTION_MAX_REFERENCE = 5000
+
+
+def correct_projection(correction, reference_size: int) -> bool:
+    """Whether to correct projected Q for P's sampling noise (ml.debias).
+
+    ``correction`` is True, False or ``"auto"``: corrected when the reference
+    has fewer than :data:`CORRECTION_MAX_REFERENCE` individuals.
+    """
+    if correction == "auto":
+        return reference_size < CORRECTION_MAX_REFERENCE
+    return bool(correction)
+
+
+def correction_line(reference_size: int) -> str:
+    """The log line of a corrected projection."""
+    return (f"Projection: corrected for the sampling noise of P, estimated from "
+            f"{reference_size} reference individuals (corrected log-likelihood; "
+            "plain projection shrinks Q towards the mean)")
+
+
+def _fit_projection(G, K, P, *, reference_q, correction, tol, max_iter, threads, log):
     P = np.clip(np.array(P, dtype=np.float64, ndmin=2), P_MIN, P_MAX)
     if P.shape[1] != K:
         raise UsageError(f"P has {P.shape[1]} columns (components) but K={K}")
@@ -66,8 +93,17 @@ def _fit_projection(G, K, P, *, tol, max_iter, threads, log):
     n_iter = len(log.history)
     # project() warns when it stops at max_iter; it returns Q only
     log.convergence(n_iter, n_iter < max_iter)
+    diagnostics = {}
+    if reference_q is not None and correct_projection(correction, len(reference_q)):
+        reference_q = np.asarray(reference_q, dtype=np.float64)
+        if reference_q.ndim != 2 or reference_q.shape[1] != K:
+            raise UsageError(f"the reference's Q must have K={K} columns, got shape "
+                             f"{reference_q.shape}")
+        Q = debiased_project(G, P, p_covariance(None, reference_q, P), Q)
+        log.add(correction_line(len(reference_q)))
+        diagnostics["projection_correction"] = {"reference_size": len(reference_q)}
     return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads), n_iter,
-                           n_iter < max_iter, path="projection")
+                           n_iter < max_iter, path="projection", diagnostics=diagnostics)
 
 
 def _fit_supervised(G, K, labels, *, tol, max_iter, seed, threads, log):
@@ -90,7 +126,12 @@ def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
                            diagnostics={"data_passes": float(fit.n_passes)})
 
 
-def _add_cv(result, G, folds, *, seed, threads, log):
+def add_cv(result, G, folds, *, seed, threads, log):
+    """Cross-validate ``result``'s fit of ``G`` (``folds`` folds); sets ``result.cv``.
+
+    ``G`` (int8, shape (n_individuals, n_snps)) holds the individuals of
+    ``result.Q``'s rows; the log gains ADMIXTURE's ``CV error`` line.
+    """
     clock = time.perf_counter()
     result.cv = cross_validate(G, result.K, folds=folds, seed=seed,
                                start=(result.Q, result.P), threads=threads)
@@ -98,7 +139,8 @@ def _add_cv(result, G, folds, *, seed, threads, log):
     log.add(format_cv(result.K, result.cv))
 
 
-def _add_bootstrap(result, G, replicates, *, seed, threads, log):
+def add_bootstrap(result, G, replicates, *, seed, threads, log):
+    """Bootstrap standard errors of ``result.Q`` over SNP blocks (``result.bootstrap``)."""
     clock = time.perf_counter()
     result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
                                    n_replicates=replicates, seed=seed, threads=threads)
@@ -106,8 +148,44 @@ def _add_bootstrap(result, G, replicates, *, seed, threads, log):
     log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs")
 
 
+def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:
+    """Cross-validation and the bootstrap of a finished fit, as ``options`` ask.
+
+    They describe the individuals the fit estimated: everyone, or its
+    reference when there was one (``result.reference``), as a fit of the
+    reference alone would run them. Sets ``result.cv``/``result.bootstrap``
+    and appends their log lines.
+
+    Parameters
+    ----------
+    result : AdmixtureResult
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        The genotypes of ``result.Q``'s rows and ``result.P``'s SNPs.
+    options : FitOptions
+    """
+    if not (options.cv or options.bootstrap):
+        return
+    if result.reference is not None:
+        G = G[result.reference]
+    log = FitLog()
+    # the fitted individuals' Q; the timings dict is shared with result
+    part = replace(result, Q=result.Q if result.reference is None
+                   else result.Q[result.reference])
+    if options.cv:
+        add_cv(part, G, options.cv, seed=options.seed, threads=options.threads, log=log)
+    if options.bootstrap:
+        add_bootstrap(part, G, options.bootstrap, seed=options.seed,
+                      threads=options.threads, log=log)
+    result.cv, result.bootstrap = part.cv, part.bootstrap
+    result.log_lines = list(result.log_lines) + log.lines
+
+
 def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult:
     """Fit Q and P of genotypes in memory with the estimator ``options`` name.
+
+    Cross-validation and the bootstrap (``options.cv``, ``options.bootstrap``)
+    are not run here but by :func:`add_extras`, once the fit is final (after
+    the best of several runs is chosen, and the monomorphic SNPs are back).
 
     Parameters
     ----------
@@ -125,7 +203,8 @@ def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult
     log = FitLog(o.callback)
     common = {"tol": o.tol, "max_iter": o.max_iter, "threads": o.threads, "log": log}
     if o.method == "projection":
-        result = _fit_projection(G, K, o.P, **common)
+        result = _fit_projection(G, K, o.P, reference_q=o.reference_q,
+                                 correction=o.projection_correction, **common)
     elif o.method == "supervised":
         result = _fit_supervised(G, K, o.labels, seed=o.seed, **common)
     elif o.method == "ml":
@@ -135,10 +214,6 @@ def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult
                              n_starts=o.n_starts, **common)
     logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path, result.loglik)
     log.add(f"Loglikelihood: {result.loglik:.6f}")
-    if o.cv:
-        _add_cv(result, G, o.cv, seed=o.seed, threads=o.threads, log=log)
-    if o.bootstrap:
-        _add_bootstrap(result, G, o.bootstrap, seed=o.seed, threads=o.threads, log=log)
     result.history, result.log_lines = log.history, log.lines
     result.timings["total"] = time.perf_counter() - start
     return result

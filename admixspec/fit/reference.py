@@ -23,10 +23,11 @@ import numpy as np
 
 from ..backends import current_device
 from ..core.threads import thread_limit
+from ..ml.debias import debiased_project, p_covariance
 from ..ml.likelihood import Engine, loglikelihood, make_engine
 from ..ml.project import maximize_p, project
 from ..ml.refine import accelerated_em, format_iteration
-from .pipeline import FitOptions, fit_in_memory
+from .pipeline import FitOptions, correct_projection, correction_line, fit_in_memory
 from .result import AdmixtureResult
 
 __all__ = [
@@ -140,7 +141,8 @@ def reference_dosage(genotypes, reference_size: int, *, seed=None) -> np.ndarray
     return genotypes.dosage[rows]
 
 
-def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads):
+def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads,
+                    covariance=None):
     """Project individuals ``rows`` onto P, ``chunk_size`` at a time.
 
     ``read(chunk)`` gives the int8 genotypes of the individuals ``chunk``
@@ -148,16 +150,21 @@ def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads):
     on a GPU, their streamed source, which the device engine reads once):
     only one chunk of individuals is in memory at a time, and each converges
     by itself, as ADMIXTURE's projection of a file of that many people would.
+    With P's sampling ``covariance`` (shape (n_snps, K, K)) each chunk's Q is
+    then corrected for it (:func:`admixspec.ml.debias.debiased_project`).
     """
     Q = np.empty((len(rows), P.shape[1]))
     iterations = []
     for start in range(0, len(rows), chunk_size):
         chunk = rows[start : start + chunk_size]
         counter = []
-        Q[start : start + len(chunk)] = project(
-            read(chunk), P, tol=tol, max_iter=max_iter, threads=threads,
-            callback=counter.append,
-        )
+        G = read(chunk)
+        Q_chunk = project(G, P, tol=tol, max_iter=max_iter, threads=threads,
+                          callback=counter.append)
+        if covariance is not None:  # on a GPU, G is the chunk's streamed source
+            dosage = G if isinstance(G, np.ndarray) else G.read()
+            Q_chunk = debiased_project(dosage, P, covariance, Q_chunk)
+        Q[start : start + len(chunk)] = Q_chunk
         iterations.append(len(counter))
         logger.info("projected %d of %d individuals", start + len(chunk), len(rows))
     return Q, iterations
@@ -210,9 +217,11 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
     others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
     Q = np.empty((m, fit.Q.shape[1]))
     Q[rows] = fit.Q
+    corrected = correct_projection(options.projection_correction, len(rows))
     Q[others], iterations = _project_chunks(
         lambda chunk: G[chunk], others, fit.P, chunk_size=chunk_size, tol=options.tol,
         max_iter=options.max_iter, threads=options.threads,
+        covariance=p_covariance(G[rows], fit.Q, fit.P) if corrected else None,
     )
     loglik = loglikelihood(G, Q, fit.P, threads=options.threads)
     diagnostics = dict(fit.diagnostics)
@@ -220,7 +229,7 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
         "size": len(rows), "n_individuals": m, "seed": options.seed,
         "rule": REFERENCE_RULE, "projected": len(others),
         "chunk_size": chunk_size, "reference_loglik": float(fit.loglik),
-        "projection_iterations": iterations,
+        "projection_iterations": iterations, "projection_corrected": corrected,
     }
     total = time.perf_counter() - start
     timings = {**fit.timings, "reference_fit": reference_seconds,
@@ -229,6 +238,7 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
         (f"Reference: {len(rows)} of {m} individuals drawn at random (seed "
          f"{options.seed}); the other {len(others)} projected onto its P in chunks of "
          f"{chunk_size}"),
+    ] + ([correction_line(len(rows))] if corrected else []) + [
         f"Loglikelihood: {loglik:.6f}",
     ]
     return dataclasses.replace(
@@ -322,14 +332,21 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
             def read(chunk):
                 return source.subset(rows=chunk).read()
         iterations = []
+        corrected = correct_projection(o.projection_correction, len(rows))
         if len(others):
             logger.info("projecting %d individuals onto P, %d at a time read from disk",
                         len(others), chunk_size)
+            # the reference's genotypes tell which calls are missing when they
+            # hold every SNP (as in memory); else every call counts as made
+            called = G_ref if len(snps) == n else None
             Q[others], iterations = _project_chunks(
                 read, others, P, chunk_size=chunk_size, tol=o.tol, max_iter=o.max_iter,
-                threads=o.threads)
+                threads=o.threads,
+                covariance=p_covariance(called, Q_ref, P) if corrected else None)
         loglik = Engine(source, K).loglik(Q, P)
-    projection = {"projection_chunk_size": chunk_size, "projection_iterations": iterations}
+    projection = {"projection_chunk_size": chunk_size,
+                  "projection_iterations": iterations,
+                  "projection_corrected": corrected and len(others) > 0}
     result = _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,
                               history, projection, time.perf_counter() - start)
     return dataclasses.replace(result, reference=rows if len(rows) < m else None)
@@ -357,6 +374,7 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, h
         (f"Streamed: {m} individuals x {n} SNPs read from disk in {len(source.bounds)} "
          f"chunks of up to {source.chunk_snps} SNPs; reference {len(rows)} individuals "
          f"(random), fitted in memory on {len(snps)} SNPs"),
+    ] + ([correction_line(len(rows))] if projection["projection_corrected"] else []) + [
         f"Loglikelihood: {loglik:.6f}",
     ]
     return dataclasses.replace(

@@ -40,6 +40,9 @@ class AdmixtureResult(FitResult):
         Rows of the individuals Q and P were fitted on, when they were a
         reference drawn from a larger cohort (the others are projected);
         None when everyone was fitted.
+    modes : admixspec.fit.modes.ModesResult or None
+        With ``runs > 1``: every run's Q (aligned), log-likelihood and mode
+        (:mod:`admixspec.fit.runs`); this result is the best run's.
     """
 
     path: str = ""
@@ -47,6 +50,7 @@ class AdmixtureResult(FitResult):
     cv: CVResult | None = None
     bootstrap: BootstrapResult | None = None
     reference: np.ndarray | None = None
+    modes: object = None
 
     def format_log(self) -> str:
         """The fit's log text, one line per entry of :attr:`log_lines`."""
@@ -62,6 +66,8 @@ class AdmixtureResult(FitResult):
         if self.cv is not None:
             record["cv_error"] = float(self.cv.error)
             record["cv_fold_errors"] = self.cv.fold_errors.tolist()
+        if self.modes is not None:
+            record["modes"] = self.modes.record()
         return record
 
 

@@ -289,7 +289,8 @@ def _log_read(genotypes, source, seconds: float, streamed: str = "") -> None:
 def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True,
                    in_memory_for=(), keep=None, region: str | None = None,
                    maf: float = 0.0, geno: float = 1.0, mind: float = 1.0,
-                   indep_pairwise=None, check: bool = True):
+                   indep_pairwise=None, drop_monomorphic: bool = True,
+                   check: bool = True):
     """Genotypes in memory, or left on disk when they would take over half the budget.
 
     What ``admixspec run`` reads: :func:`read_genotypes` when the int8
@@ -312,6 +313,10 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
         :class:`UsageError` names these.
     keep, region, maf, geno, mind, indep_pairwise, check
         As for :func:`read_genotypes` (LD pruning needs the genotypes in memory).
+    drop_monomorphic : bool
+        As for :func:`read_genotypes`, for genotypes read into memory
+        (``run`` keeps them: :mod:`admixspec.fit.monomorphic`); genotypes
+        left on disk are always read without them.
 
     Returns
     -------
@@ -319,13 +324,14 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
     """
     start = time.perf_counter()
     filters = {"region": region, "maf": maf, "geno": geno, "mind": mind}
+    in_memory = {"drop_monomorphic": drop_monomorphic, **filters}
     shape = input_shape(path) if stream else None
     if shape is None:
         if stream and memory_mib is not None:
             logger.info("--memory: only a PLINK .bed or VCF Zarr store is streamed; "
                         "reading %s into memory", path)
         genotypes = read_genotypes(path, keep=keep, indep_pairwise=indep_pairwise,
-                                   check=check, **filters)
+                                   check=check, **in_memory)
         _log_read(genotypes, path, time.perf_counter() - start)
         return genotypes
     budget, budget_text = memory_budget(memory_mib)
@@ -334,7 +340,7 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
     n_snps = shape[1]
     if n_individuals * n_snps <= budget / 2:
         genotypes = read_genotypes(path, keep=samples, indep_pairwise=indep_pairwise,
-                                   check=check, **filters)
+                                   check=check, **in_memory)
         _log_read(genotypes, path, time.perf_counter() - start)
         return genotypes
     wanted = list(in_memory_for) + (["--indep-pairwise"] if indep_pairwise else [])

@@ -1,0 +1,115 @@
+"""Monomorphic SNPs: kept in P and in the log-likelihood, left out of the fit.
+
+ADMIXTURE writes one ``.P`` row per ``.bim`` row, so ``paste data.bim
+out.K.P`` pairs SNPs with their frequencies; a SNP with one observed allele
+(or none) is one of those rows. Such a SNP carries no information on Q: its
+maximum-likelihood frequency is the observed one, 0 or 1, clipped to the box
+``[P_MIN, P_MAX]``, the same in every component, so its likelihood is
+``observed alleles x log(1 - P_MIN)`` whatever Q is. :func:`admixspec.fit_admixture`
+therefore fits the polymorphic SNPs only (the estimators' SNP samples, moments
+and passes are not spent on constants) and then :func:`complete_snps` puts
+the monomorphic ones back:
+
+* P gains their rows, in input order: the observed frequency clipped to the
+  box, and 0.5 for a SNP with no called genotype (whose likelihood is 0 for
+  any frequency);
+* the log-likelihood gains their constant, so it is ADMIXTURE's
+  log-likelihood of all SNPs (the maximum over (Q, P) of the fit with them
+  equals the fit without them plus the constant);
+* the log says how many there were.
+
+Projection keeps every SNP: with P fixed, a SNP monomorphic in the projected
+individuals still tells which component they come from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..core.genotypes import allele_counts
+from ..core.parameters import P_MAX, P_MIN
+from .result import AdmixtureResult
+
+__all__ = ["complete_snps", "monomorphic_snps"]
+
+
+def monomorphic_snps(G: np.ndarray):
+    """Which SNPs have a single observed allele (or no call), and their counts.
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+
+    Returns
+    -------
+    mask : numpy.ndarray, bool, shape (n_snps,)
+        True for a monomorphic SNP (as :func:`admixspec.core.filters.filter_monomorphic`
+        removes them).
+    counts : tuple of numpy.ndarray, int64, shape (n_snps,)
+        ``(counted, observed)`` allele counts
+        (:func:`admixspec.core.genotypes.allele_counts`).
+
+    Examples
+    --------
+    >>> G = np.array([[0, 1, 2, -1], [0, 2, 2, -1]], dtype=np.int8)
+    >>> monomorphic_snps(G)[0].tolist()
+    [True, False, True, True]
+    """
+    counted, observed = allele_counts(G)
+    mask = (counted == 0) | (counted == observed)
+    return mask, (counted, observed)
+
+
+def complete_snps(result: AdmixtureResult, mask: np.ndarray, counts) -> AdmixtureResult:
+    """A fit of the polymorphic SNPs, with the monomorphic ones put back.
+
+    Parameters
+    ----------
+    result : AdmixtureResult
+        Fit of the SNPs where ``mask`` is False, P of shape
+        (``(~mask).sum()``, K).
+    mask, counts
+        From :func:`monomorphic_snps` of all SNPs.
+
+    Returns
+    -------
+    AdmixtureResult
+        P of shape (n_snps, K) in input order, the log-likelihood of all
+        SNPs, ``diagnostics["monomorphic"]`` (how many, their constant), and
+        its last ``Loglikelihood:`` log line preceded by a line on them.
+
+    Examples
+    --------
+    >>> G = np.array([[0, 1, 2], [0, 2, 0]], dtype=np.int8)
+    >>> mask, counts = monomorphic_snps(G)
+    >>> fit = AdmixtureResult(np.ones((2, 1)), np.array([[0.75], [0.5]]), -5.0,
+    ...                       log_lines=["Loglikelihood: -5.000000"])
+    >>> full = complete_snps(fit, mask, counts)
+    >>> full.P[:, 0].round(5).tolist(), full.log_lines[-1]
+    ([1e-05, 0.75, 0.5], 'Loglikelihood: -5.000040')
+    """
+    counted, observed = counts
+    n_mono = int(mask.sum())
+    P = np.empty((mask.size, result.P.shape[1]))
+    P[~mask] = result.P
+    frequency = np.where(observed[mask] > 0,
+                         counted[mask] / np.maximum(observed[mask], 1), 0.5)
+    P[mask] = np.clip(frequency, P_MIN, P_MAX)[:, None]
+    # each observed allele of a monomorphic SNP has probability P_MAX = 1 - P_MIN
+    constant = float(observed[mask].sum()) * math.log(P_MAX)
+    loglik = float(result.loglik) + constant
+    lines = list(result.log_lines)
+    last = max((i for i, line in enumerate(lines) if line.startswith("Loglikelihood:")),
+               default=len(lines))
+    note = (f"Monomorphic SNPs: {n_mono} of {mask.size} have one observed allele (or "
+            "none): not fitted (they carry no information on Q); their P is the "
+            f"observed frequency clipped to [{P_MIN:g}, {P_MAX:g}] and they add "
+            f"{constant:.6f} to the loglikelihood")
+    lines[last:last + 1] = [note, f"Loglikelihood: {loglik:.6f}"]
+    diagnostics = {**result.diagnostics,
+                   "monomorphic": {"snps": n_mono, "loglik": constant}}
+    return dataclasses.replace(result, P=P, loglik=loglik, log_lines=lines,
+                               diagnostics=diagnostics)

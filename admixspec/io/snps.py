@@ -1,0 +1,422 @@
+"""The SNPs a P file's rows are, and matching them to another data set's.
+
+``PREFIX.K.P.snps`` (written by ``admixspec run`` beside every ``PREFIX.K.P``)
+names each P row: a tab-separated table with the header
+``chrom pos id counted other`` and one line per P row, in P's order, where
+``counted`` is the allele whose frequency P holds (``.bim`` column 6 / VCF
+REF) and ``other`` the second allele.
+
+:func:`match_snps` pairs a reference's SNPs (a ``.P.snps`` table) with a
+target's (the genotypes to project), so that ``run --project PREFIX.K.P``
+works on data that are not the reference's SNPs in the reference's order:
+
+1. by chromosome and position (``chr1`` and ``1`` are one chromosome), then,
+   for the SNPs left, by ID (``.`` is no ID);
+2. a pair is kept when its alleles agree: the same counted allele (P as it
+   is), the counted and other allele swapped (P flipped to ``1 - P``), or
+   either of these on the other strand (``A/G`` against ``T/C``);
+3. strand-ambiguous SNPs (``A/T``, ``C/G``), whose strand cannot be told
+   from the alleles, are dropped unless ``ambiguous=True`` (then they are
+   matched as given, never complemented);
+4. a SNP that pairs with more than one SNP of the other side is dropped.
+
+Every step is a table join (pandas), no Python loop over SNPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..core.exceptions import InputError
+from ..core.genotypes import VARIANT_COLUMNS
+from .errors import reading
+
+__all__ = [
+    "MIN_OVERLAP",
+    "SNP_COLUMNS",
+    "ProjectionInput",
+    "SnpMatch",
+    "format_snps",
+    "match_snps",
+    "projection_reference",
+    "read_snps",
+    "snps_path",
+]
+
+#: Columns of a ``.P.snps`` table, in order (those of ``Genotypes.variants``).
+SNP_COLUMNS = VARIANT_COLUMNS
+
+_COMPLEMENT = {"A": "T", "T": "A", "C": "G", "G": "C"}
+
+
+def snps_path(p_path) -> Path:
+    """The SNP table beside a P file: ``PREFIX.K.P`` -> ``PREFIX.K.P.snps``.
+
+    Examples
+    --------
+    >>> str(snps_path("out/run.3.P"))
+    'out/run.3.P.snps'
+    """
+    return Path(f"{p_path}.snps")
+
+
+def format_snps(variants: pd.DataFrame) -> str:
+    """A variant table as the text of a ``.P.snps`` file.
+
+    Parameters
+    ----------
+    variants : pandas.DataFrame
+        The columns :data:`SNP_COLUMNS`, one row per P row
+        (``Genotypes.variants``).
+
+    Returns
+    -------
+    str
+        Tab-separated, with a header line.
+
+    Examples
+    --------
+    >>> from admixspec.core.genotypes import placeholder_variants
+    >>> format_snps(placeholder_variants(2)).splitlines()
+    ['chrom\\tpos\\tid\\tcounted\\tother', '1\\t1\\tsnp0\\tA\\tB', '1\\t2\\tsnp1\\tA\\tB']
+    """
+    return variants.loc[:, list(SNP_COLUMNS)].to_csv(
+        sep="\t", index=False, lineterminator="\n")
+
+
+def read_snps(path) -> pd.DataFrame:
+    """Read a ``.P.snps`` table.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns :data:`SNP_COLUMNS` (``pos`` int64, the others str), one
+        row per P row.
+
+    Raises
+    ------
+    InputError
+        A missing file, a missing column, or a position that is not a
+        whole number.
+    """
+    path = Path(path)
+    with reading(path, "a SNP table (.P.snps)"):
+        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = [c for c in SNP_COLUMNS if c not in table.columns]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)} (expected "
+                         f"{' '.join(SNP_COLUMNS)})", path=path, line=1)
+    positions = pd.to_numeric(table["pos"], errors="coerce")
+    bad = positions.isna().to_numpy()
+    if bad.any():
+        raise InputError("position is not a whole number", path=path,
+                         line=int(np.flatnonzero(bad)[0]) + 2)
+    table["pos"] = positions.astype(np.int64)
+    return table.loc[:, list(SNP_COLUMNS)]
+
+
+@dataclass
+class SnpMatch:
+    """Which reference SNPs (P rows) pair with which target SNPs (genotype columns).
+
+    Attributes
+    ----------
+    reference : numpy.ndarray, int64, shape (n_matched,)
+        Rows of the reference's P.
+    target : numpy.ndarray, int64, shape (n_matched,)
+        Columns of the target's genotypes, increasing.
+    flip : numpy.ndarray, bool, shape (n_matched,)
+        Whether the target counts the reference's other allele (P becomes
+        ``1 - P``).
+    counts : dict of str to int
+        ``reference`` and ``target`` (SNPs given), ``matched``,
+        ``by_position`` and ``by_id`` (how the matched pairs were found),
+        ``flipped``, ``strand`` (matched on the other strand),
+        ``ambiguous`` (A/T or C/G SNPs dropped), ``allele_mismatch`` (at the
+        same position or ID but other alleles), ``duplicate`` (dropped: more
+        than one partner), ``missing`` (reference SNPs the target lacks) and
+        ``target_only`` (target SNPs the reference lacks).
+    """
+
+    reference: np.ndarray
+    target: np.ndarray
+    flip: np.ndarray
+    counts: dict = field(default_factory=dict)
+
+    def reference_p(self, P: np.ndarray) -> np.ndarray:
+        """The reference's P on the matched SNPs, in the target's order and counting.
+
+        Parameters
+        ----------
+        P : numpy.ndarray, float, shape (n_reference_snps, K)
+
+        Returns
+        -------
+        numpy.ndarray, float64, shape (n_matched, K)
+            ``P[reference]``, rows with ``flip`` replaced by ``1 - P``.
+        """
+        matched = np.asarray(P, dtype=np.float64)[self.reference]
+        matched[self.flip] = 1.0 - matched[self.flip]
+        return matched
+
+    def describe(self) -> str:
+        """One log line of the counts."""
+        c = self.counts
+        return (
+            f"SNP matching: {c['matched']} of {c['reference']} reference SNPs matched "
+            f"in the target's {c['target']} ({c['by_position']} by chromosome and "
+            f"position, {c['by_id']} by ID); {c['flipped']} flipped (the target counts "
+            f"the other allele), {c['strand']} on the other strand; dropped "
+            f"{c['ambiguous']} strand-ambiguous (A/T, C/G), {c['allele_mismatch']} "
+            f"with other alleles, {c['duplicate']} duplicates; {c['missing']} "
+            f"reference SNPs missing from the target, {c['target_only']} target SNPs "
+            "not in the reference"
+        )
+
+
+def _normalised(variants: pd.DataFrame) -> pd.DataFrame:
+    table = pd.DataFrame({
+        "chrom": variants["chrom"].astype(str).str.strip()
+        .str.replace(r"^chr", "", regex=True, case=False).str.upper(),
+        "pos": pd.to_numeric(variants["pos"], errors="coerce").fillna(-1)
+        .astype(np.int64),
+        "id": variants["id"].astype(str).str.strip(),
+        "counted": variants["counted"].astype(str).str.strip().str.upper(),
+        "other": variants["other"].astype(str).str.strip().str.upper(),
+    })
+    table["row"] = np.arange(len(table), dtype=np.int64)
+    return table
+
+
+def _complement(alleles: pd.Series) -> pd.Series:
+    return alleles.map(_COMPLEMENT)
+
+
+def _is_ambiguous(table: pd.DataFrame) -> np.ndarray:
+    return (_complement(table["counted"]) == table["other"]).to_numpy()
+
+
+def _pairs(reference: pd.DataFrame, target: pd.DataFrame, on) -> pd.DataFrame:
+    """Candidate pairs joined on ``on``, with how their alleles relate."""
+    pairs = reference.merge(target, on=on, suffixes=("_r", "_t"))
+    rc, ro = pairs["counted_r"], pairs["other_r"]
+    tc, to = pairs["counted_t"], pairs["other_t"]
+    same = (rc == tc) & (ro == to)
+    swapped = (rc == to) & (ro == tc)
+    crc, cro = _complement(rc), _complement(ro)
+    ambiguous = (crc == ro).to_numpy()
+    strand_same = (crc == tc) & (cro == to) & ~ambiguous
+    strand_swapped = (crc == to) & (cro == tc) & ~ambiguous
+    pairs["flip"] = (swapped | strand_swapped).to_numpy() & ~same.to_numpy()
+    pairs["strand"] = ((strand_same | strand_swapped) & ~(same | swapped)).to_numpy()
+    pairs["agree"] = (same | swapped | strand_same | strand_swapped).to_numpy()
+    return pairs
+
+
+def match_snps(reference: pd.DataFrame, target: pd.DataFrame, *,
+               ambiguous: bool = False) -> SnpMatch:
+    """Pair a reference's SNPs with a target's by position and alleles, then by ID.
+
+    Parameters
+    ----------
+    reference, target : pandas.DataFrame
+        Variant tables with the columns :data:`SNP_COLUMNS` (a ``.P.snps``
+        table, ``Genotypes.variants``).
+    ambiguous : bool
+        Keep strand-ambiguous A/T and C/G SNPs (matched as given, never
+        complemented); by default they are dropped.
+
+    Returns
+    -------
+    SnpMatch
+
+    Examples
+    --------
+    >>> ref = pd.DataFrame({"chrom": ["1", "1", "1", "2"], "pos": [10, 20, 30, 5],
+    ...                     "id": ["a", "b", "c", "d"], "counted": ["A", "C", "A", "G"],
+    ...                     "other": ["G", "T", "T", "A"]})
+    >>> target = pd.DataFrame({"chrom": ["chr2", "chr1", "chr1"], "pos": [5, 10, 30],
+    ...                        "id": ["d", "a", "c"], "counted": ["A", "T", "A"],
+    ...                        "other": ["G", "C", "T"]})
+    >>> match = match_snps(ref, target)
+    >>> match.reference.tolist(), match.target.tolist(), match.flip.tolist()
+    ([3, 0], [0, 1], [True, False])
+    >>> match.counts["ambiguous"], match.counts["strand"], match.counts["missing"]
+    (1, 1, 1)
+    """
+    ref, tgt = _normalised(reference), _normalised(target)
+    drop_ref = np.zeros(len(ref), dtype=bool)
+    drop_tgt = np.zeros(len(tgt), dtype=bool)
+    if not ambiguous:
+        drop_ref, drop_tgt = _is_ambiguous(ref), _is_ambiguous(tgt)
+    counts = {"reference": len(ref), "target": len(tgt),
+              "ambiguous": int(drop_ref.sum())}
+    found = []
+    mismatch = np.zeros(len(ref), dtype=bool)
+    duplicate = np.zeros(len(ref), dtype=bool)
+    used_ref, used_tgt = drop_ref.copy(), drop_tgt.copy()
+    for how, on in (("by_position", ["chrom", "pos"]), ("by_id", ["id"])):
+        left, right = ref[~used_ref], tgt[~used_tgt]
+        if how == "by_id":
+            left, right = left[left["id"] != "."], right[right["id"] != "."]
+        pairs = _pairs(left, right, on)
+        mismatch[pairs.loc[~pairs["agree"], "row_r"].to_numpy()] = True
+        pairs = pairs[pairs["agree"]]
+        many = (pairs["row_r"].duplicated(keep=False)
+                | pairs["row_t"].duplicated(keep=False)).to_numpy()
+        duplicate[pairs.loc[many, "row_r"].to_numpy()] = True
+        used_ref[pairs["row_r"].to_numpy()] = True  # duplicates too: not tried again
+        used_tgt[pairs["row_t"].to_numpy()] = True
+        pairs = pairs[~many]
+        counts[how] = len(pairs)
+        found.append(pairs)
+    pairs = pd.concat(found).sort_values("row_t")
+    matched = np.zeros(len(ref), dtype=bool)
+    matched[pairs["row_r"].to_numpy()] = True
+    duplicate &= ~matched
+    mismatch &= ~matched & ~duplicate
+    counts.update(
+        matched=len(pairs),
+        flipped=int(pairs["flip"].sum()),
+        strand=int(pairs["strand"].sum()),
+        allele_mismatch=int(mismatch.sum()),
+        duplicate=int(duplicate.sum()),
+        missing=int((~matched & ~drop_ref & ~mismatch & ~duplicate).sum()),
+        target_only=int(len(tgt) - len(pairs)),
+    )
+    return SnpMatch(
+        reference=pairs["row_r"].to_numpy(dtype=np.int64),
+        target=pairs["row_t"].to_numpy(dtype=np.int64),
+        flip=pairs["flip"].to_numpy(dtype=bool),
+        counts=counts,
+    )
+
+
+#: Default least share of the reference's SNPs a projection must match.
+MIN_OVERLAP = 0.5
+
+
+@dataclass
+class ProjectionInput:
+    """The fixed P of ``run --project`` and the target SNPs it applies to.
+
+    Attributes
+    ----------
+    P : numpy.ndarray, float64, shape (n_used, K)
+        Reference frequencies of the target's counted alleles, one row per
+        used target SNP.
+    columns : numpy.ndarray of int64 or None
+        Target SNPs (genotype columns) used, increasing; None for all.
+    match : SnpMatch or None
+        The matching, when the P file had a ``.snps`` table.
+    lines : list of str
+        What the log should say about it.
+    reference_q : numpy.ndarray or None, float64, shape (n_reference, K)
+        The reference run's Q (``PREFIX.K.Q`` beside ``PREFIX.K.P``), which
+        tells how noisy P is (:mod:`admixspec.ml.debias`); None when absent.
+    """
+
+    P: np.ndarray
+    columns: np.ndarray | None
+    match: SnpMatch | None
+    lines: list
+    reference_q: np.ndarray | None = None
+
+
+def _reference_q(p_path, K: int):
+    """The reference's Q beside its P (``PREFIX.K.P`` -> ``PREFIX.K.Q``), if there."""
+    from .admixture import read_q
+
+    name = str(p_path)
+    if not name.endswith(".P"):
+        return None, []
+    q_path = Path(name[:-2] + ".Q")
+    if not q_path.is_file():
+        return None, []
+    Q = read_q(q_path)
+    if Q.shape[1] != K:
+        return None, []
+    return Q, [f"Projection: the reference's Q ({q_path.name}, {len(Q)} individuals) "
+               "gives the sampling noise of its P"]
+
+
+def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
+                         min_overlap: float = MIN_OVERLAP) -> ProjectionInput:
+    """Read a reference's P for projection and line it up with the target's SNPs.
+
+    With a ``.P.snps`` table beside ``p_path`` (:func:`snps_path`) the SNPs
+    are matched (:func:`match_snps`) and P is taken on the matched SNPs,
+    flipped where the target counts the other allele. A bare P file must
+    have one row per target SNP, in the target's order (ADMIXTURE's ``-P``);
+    one row per *polymorphic* target SNP is also accepted (a P file that
+    admixspec wrote before it kept monomorphic SNPs).
+
+    Parameters
+    ----------
+    p_path : str or os.PathLike
+        The reference's ``PREFIX.K.P``.
+    genotypes : Genotypes
+        The target, read with its monomorphic SNPs.
+    ambiguous : bool
+        Keep strand-ambiguous (A/T, C/G) SNPs (``--keep-ambiguous``).
+    min_overlap : float in [0, 1]
+        Least share of the reference's SNPs that must match.
+
+    Returns
+    -------
+    ProjectionInput
+        With the reference run's Q when ``PREFIX.K.Q`` lies beside
+        ``PREFIX.K.P`` with K columns.
+
+    Raises
+    ------
+    InputError
+        A bare P with another number of rows, a SNP table with another
+        number of rows than P, or fewer matched SNPs than ``min_overlap``.
+    """
+    from ..core.genotypes import allele_counts
+    from .admixture import read_p
+
+    P = read_p(p_path)
+    reference_q, q_lines = _reference_q(p_path, P.shape[1])
+    table_path = snps_path(p_path)
+    if not table_path.is_file():
+        n = genotypes.n_snps
+        if P.shape[0] == n:
+            return ProjectionInput(P, None, None, [
+                f"Projection: {p_path} has no SNP table ({table_path.name}); its "
+                f"{n} rows are taken as the target's SNPs, in order", *q_lines],
+                reference_q)
+        counted, observed = allele_counts(genotypes.dosage)
+        polymorphic = np.flatnonzero((counted > 0) & (counted < observed))
+        if P.shape[0] == len(polymorphic):
+            return ProjectionInput(P, polymorphic, None, [
+                f"Projection: {p_path} has no SNP table and one row per polymorphic "
+                f"target SNP ({len(polymorphic)} of {n}): the monomorphic ones are "
+                "left out", *q_lines], reference_q)
+        raise InputError(
+            f"has {P.shape[0]} SNPs but the genotypes have {n} (use the same SNPs, in "
+            f"the same order, or keep the run's {table_path.name} beside it to match "
+            "them)", path=p_path)
+    reference = read_snps(table_path)
+    if len(reference) != P.shape[0]:
+        raise InputError(f"has {len(reference)} SNPs but {Path(p_path).name} has "
+                         f"{P.shape[0]} rows", path=table_path)
+    match = match_snps(reference, genotypes.variants, ambiguous=ambiguous)
+    matched, total = match.counts["matched"], match.counts["reference"]
+    if matched < max(min_overlap * total, 1):
+        raise InputError(
+            f"only {matched} of its {total} SNPs ({100 * matched / max(total, 1):.1f}%) "
+            "match the target's by chromosome, position and alleles or by ID, below "
+            f"the minimum overlap {100 * min_overlap:g}% (--min-overlap)",
+            path=table_path)
+    return ProjectionInput(match.reference_p(P), match.target, match,
+                           [match.describe(), *q_lines], reference_q)
