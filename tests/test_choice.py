@@ -70,13 +70,28 @@ class TestGeometry:
         choice = choose_estimator(Q, 0.6)
         assert choice.estimator == "spectral+ml"
         assert min(choice.statistics["near_extreme"]) >= MIN_NEAR_EXTREME
-        assert "anchors" in choice.reason
+        assert choice.statistics["anchored_components"] == 3
+        assert "3 of 3 components anchored" in choice.reason
 
     def test_unanchored_cloud__keeps_spectral(self):
         Q = np.random.default_rng(3).dirichlet([10, 10, 10], 60)
         choice = choose_estimator(Q, 0.6)
         assert choice.estimator == "spectral"
-        assert min(choice.statistics["near_extreme"]) < MIN_NEAR_EXTREME
+        assert choice.statistics["anchored_components"] <= 1
+
+    @pytest.mark.parametrize(("anchored_corners", "estimator"),
+                             [(2, "spectral+ml"), (1, "spectral")])
+    def test_most_components_anchored__decides(self, anchored_corners, estimator):
+        # clusters at some corners; the cloud reaches the others only by a
+        # lone individual
+        rng = np.random.default_rng(5)
+        corners = np.eye(3)
+        Q = np.vstack([corners[:anchored_corners].repeat(2 * MIN_NEAR_EXTREME, axis=0),
+                       corners[anchored_corners:],
+                       rng.dirichlet([3, 3, 3], 60)])
+        choice = choose_estimator(Q, 0.6)
+        assert choice.statistics["anchored_components"] == anchored_corners
+        assert choice.estimator == estimator
 
     def test_few_rare_alleles__choose_ml_whatever_the_geometry(self):
         Q = np.random.default_rng(3).dirichlet([10, 10, 10], 60)
