@@ -55,7 +55,7 @@ logger = logging.getLogger("admixspec")
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line: ``<prog>: error: <message>``."""
 
-    def error(self, message):  # noqa: D102 - argparse API
+    def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
@@ -347,22 +347,8 @@ def _add_device_argument(group) -> None:
     )
 
 
-def _add_run_parser(subparsers) -> None:
-    parser = _add_subcommand(
-        subparsers,
-        "run",
-        help="estimate ancestry (Q) and ancestral allele frequencies (P) for one or more K",
-        description=(
-            "Estimate ancestry proportions Q and ancestral allele frequencies P with the "
-            "spectral tensor-eigenpair method, refined by maximum likelihood where that "
-            "is identifiable. Writes PREFIX.K.Q, PREFIX.K.P (one row per SNP that "
-            "passed the filters, monomorphic ones included, as ADMIXTURE), "
-            "PREFIX.K.P.snps (which SNP each P row is), PREFIX.K.log and "
-            "PREFIX.K.json for every K (ADMIXTURE's formats); with --runs, also "
-            "PREFIX.K.modes.tsv and PREFIX.K.mode<M>.Q."
-        ),
-    )
-    add_genotype_arguments(parser)
+def _add_model_arguments(parser) -> None:
+    """``run``'s model group: K, output prefix, seed, threads, device, memory."""
     group = parser.add_argument_group("model")
     group.add_argument(
         "-K", "--K", dest="K", type=_k_list, nargs="+", required=True, metavar="K",
@@ -375,9 +361,30 @@ def _add_run_parser(subparsers) -> None:
     group.add_argument("-s", "--seed", type=_non_negative_int, default=43,
                        help="random seed (ADMIXTURE's default is 43)")
     group.add_argument("-j", "--threads", type=_positive_int, default=None,
-                       help="threads for the likelihood kernels and BLAS (default: all cores)")
+                       help="threads for the likelihood kernels and BLAS "
+                            "(default: all cores)")
     _add_device_argument(group)
     _add_memory_argument(group)
+
+
+def _add_run_parser(subparsers) -> None:
+    parser = _add_subcommand(
+        subparsers,
+        "run",
+        help=("estimate ancestry (Q) and ancestral allele frequencies (P) for one or "
+              "more K"),
+        description=(
+            "Estimate ancestry proportions Q and ancestral allele frequencies P with "
+            "the spectral tensor-eigenpair method, refined by maximum likelihood where "
+            "that is identifiable. Writes PREFIX.K.Q, PREFIX.K.P (one row per SNP that "
+            "passed the filters, monomorphic ones included, as ADMIXTURE), "
+            "PREFIX.K.P.snps (which SNP each P row is), PREFIX.K.log and "
+            "PREFIX.K.json for every K (ADMIXTURE's formats); with --runs, also "
+            "PREFIX.K.modes.tsv and PREFIX.K.mode<M>.Q."
+        ),
+    )
+    add_genotype_arguments(parser)
+    _add_model_arguments(parser)
     method = parser.add_argument_group("estimator")
     method.add_argument(
         "--init", choices=("spectral", "svd", "random"), default="spectral",
@@ -406,7 +413,8 @@ def _add_run_parser(subparsers) -> None:
         "groups the runs into modes (CLUMPP G' >= 0.97 between every two runs): "
         "PREFIX.K.modes.tsv and each other mode's PREFIX.K.mode<M>.Q",
     )
-    extra = parser.add_argument_group("cross-validation, bootstrap, supervised, projection")
+    extra = parser.add_argument_group(
+        "cross-validation, bootstrap, supervised, projection")
     extra.add_argument(
         "--cv", type=_positive_int, nargs="?", const=5, default=None, metavar="N",
         help="N-fold cross-validation over genotype entries (N defaults to 5); the best "
@@ -489,7 +497,7 @@ def _supervised_labels(args, genotypes):
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    """``admixspec run``: per K, one :func:`admixspec.fit_admixture` call, then its files.
+    """``admixspec run``: per K, one :func:`admixspec.fit_admixture` call and its files.
 
     With ``--scheduler``, on that Dask cluster
     (:func:`admixspec.backends.distributed.scheduler`). The device is resolved
@@ -507,7 +515,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def _add_memory_argument(group) -> None:
-    """``--memory`` (streaming) and ``--scheduler`` (Dask): where the data and work live."""
+    """``--memory`` (streaming) and ``--scheduler`` (Dask): where data and work live."""
     group.add_argument(
         "--scheduler", metavar="ADDRESS", default=None,
         help="run the likelihood passes on a Dask cluster: a scheduler address "
@@ -532,7 +540,7 @@ def _add_memory_argument(group) -> None:
 
 
 def _read_for_run(args: argparse.Namespace):
-    """``run``'s genotypes: in memory, or left on disk when ``--memory`` says they do not fit."""
+    """``run``'s genotypes: in memory, or on disk if ``--memory`` says they won't fit."""
     flags = {"--cv": args.cv, "--bootstrap": args.bootstrap, "--project": args.project,
              "--supervised": args.supervised}
     return read_genotypes_from_args(
@@ -597,7 +605,7 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
 
 
 def _fit_and_write(args: argparse.Namespace) -> int:
-    """The fits of ``run`` (one :func:`admixspec.fit_admixture` per K) and their files."""
+    """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
     from .fit.admixture import fit_admixture
     from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_dosage
@@ -655,7 +663,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     return 0
 
 
-# --------------------------------------------------------------------------- plot, summary
+# ---------------------------------------------------------------------- plot, summary
 
 
 def _k_list(text: str) -> list[int]:
@@ -686,7 +694,7 @@ def _flat(lists):
 
 
 def _add_population_arguments(parser, *, labels_help: str, ids_help: str) -> None:
-    """``--labels``, ``--ids`` and ``--population-order``, as plot and report take them."""
+    """``--labels``, ``--ids`` and ``--population-order``, as plot and report use."""
     parser.add_argument("--labels", metavar="FILE", help=labels_help)
     parser.add_argument("--ids", metavar="FILE", help=ids_help)
     parser.add_argument(
@@ -868,7 +876,8 @@ def get_parser() -> argparse.ArgumentParser:
             "method, with ADMIXTURE-compatible outputs."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"admixspec {__version__}")
+    parser.add_argument("--version", action="version",
+                        version=f"admixspec {__version__}")
     subparsers = parser.add_subparsers(
         title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser
     )
@@ -884,12 +893,13 @@ def get_parser() -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def _logging_to_stderr(args: argparse.Namespace):
-    """Log as ``admixspec: <message>`` on stderr within the block, then restore the loggers.
+    """Log as ``admixspec: <message>`` on stderr in the block, then restore the loggers.
 
     In-process callers of :func:`main` (tests, notebooks, workflows) keep their
     own logging configuration afterwards.
     """
-    level = logging.DEBUG if args.debug else logging.WARNING if args.quiet else logging.INFO
+    level = (logging.DEBUG if args.debug else logging.WARNING if args.quiet
+             else logging.INFO)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("admixspec: %(message)s"))
     # Python warnings (logging.captureWarnings) print in the same format.

@@ -6,8 +6,8 @@ population. Several K are stacked as panels in numeric K order and each
 ancestral component keeps one colour from panel to panel: components are
 matched between consecutive panels by optimal assignment (the Hungarian
 algorithm) on their overlap, as pong and CLUMPP do, and a component that is
-new at a larger K gets a new colour. :func:`admixspec.core.metrics.align_components` exposes the
-permutations.
+new at a larger K gets a new colour.
+:func:`admixspec.core.metrics.align_components` exposes the permutations.
 
 matplotlib is imported inside the functions, so ``import admixspec`` stays
 light; figures are made with :class:`matplotlib.figure.Figure` directly (no
@@ -365,7 +365,8 @@ def plot_ancestry(
         file name when two panels share a K).
     align : bool
         Match components across panels so a component keeps its colour
-        (:func:`~admixspec.core.metrics.align_components`). With ``False`` columns are drawn as given.
+        (:func:`~admixspec.core.metrics.align_components`). With ``False`` columns are
+        drawn as given.
     sort_panel : int
         Which panel (index in K order; default the largest K) decides the
         order of individuals within a population: by decreasing share of the
@@ -443,7 +444,7 @@ def plot_ancestry(
         fig, axes = _given_axes(ax, len(aligned))
         if title:
             axes[0].set_title(title)
-    for panel_ax, Q, name in zip(axes, aligned, panel_names):
+    for panel_ax, Q, name in zip(axes, aligned, panel_names, strict=True):
         _draw_panel(panel_ax, Q, order, groups, name, colours)
     _label_individuals(axes[-1], groups, n, bool(rotate_labels))
     fig.admixspec_permutations = perms

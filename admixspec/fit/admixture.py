@@ -88,7 +88,8 @@ def _resolve_method(method, init, labels, P):
 
 def _check_streamed(options: FitOptions) -> None:
     wanted = [name for name in _IN_MEMORY_ONLY
-              if getattr(options, name) is not None and getattr(options, name) is not False]
+              if getattr(options, name) is not None
+              and getattr(options, name) is not False]
     if wanted:
         raise UsageError(f"{', '.join(wanted)}: not available when the genotypes are "
                          "streamed from disk; raise --memory")

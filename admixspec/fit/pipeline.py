@@ -140,7 +140,7 @@ def add_cv(result, G, folds, *, seed, threads, log):
 
 
 def add_bootstrap(result, G, replicates, *, seed, threads, log):
-    """Bootstrap standard errors of ``result.Q`` over SNP blocks (``result.bootstrap``)."""
+    """SNP-block bootstrap standard errors of ``result.Q`` (``result.bootstrap``)."""
     clock = time.perf_counter()
     result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
                                    n_replicates=replicates, seed=seed, threads=threads)

@@ -171,7 +171,7 @@ def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads,
 
 
 def _reference_log(fit: AdmixtureResult) -> list:
-    """The reference fit's log lines, its "Loglikelihood:" renamed "Reference loglikelihood:".
+    """The reference fit's log, "Loglikelihood:" renamed "Reference loglikelihood:".
 
     "Loglikelihood:" (the line ADMIXTURE's log readers take) is kept for
     everyone's, which the caller appends.
@@ -369,7 +369,8 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, h
         lines.append(f"Reference maximum likelihood on all {n} SNPs, streamed:")
         lines += [format_iteration(info) for info in history]
         lines.append(f"Converged in {n_iter} iterations" if converged else
-                     f"Not converged: stopped at the iteration limit ({n_iter} iterations)")
+                     f"Not converged: stopped at the iteration limit "
+                     f"({n_iter} iterations)")
     lines += [
         (f"Streamed: {m} individuals x {n} SNPs read from disk in {len(source.bounds)} "
          f"chunks of up to {source.chunk_snps} SNPs; reference {len(rows)} individuals "

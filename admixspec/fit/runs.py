@@ -36,7 +36,6 @@ import dataclasses
 import logging
 import time
 
-
 from .modes import DEFAULT_THRESHOLD, find_modes
 from .pipeline import FitOptions
 from .result import AdmixtureResult

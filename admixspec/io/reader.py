@@ -114,7 +114,7 @@ def read_keep(path) -> list[str]:
 
 
 def _samples(keep):
-    """``keep`` as a list of sample IDs: a ``--keep`` file read, a list copied, or None."""
+    """``keep`` as a list of sample IDs: a ``--keep`` file read, a list copied, None."""
     if keep is None:
         return None
     return read_keep(keep) if isinstance(keep, (str, os.PathLike)) else list(keep)
@@ -209,8 +209,9 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
                   geno=1.0, mind=1.0, drop_monomorphic=True) -> StreamedGenotypes:
     """Open and filter a PLINK ``.bed`` or VCF Zarr store for streaming.
 
-    The genotypes are read twice at most (:func:`admixspec.io.streamed.filter_streamed`); a chunk's
-    int8 genotypes take an eighth of ``memory_bytes``.
+    The genotypes are read twice at most
+    (:func:`admixspec.io.streamed.filter_streamed`); a chunk's int8 genotypes take an
+    eighth of ``memory_bytes``.
 
     Parameters
     ----------

@@ -81,8 +81,11 @@ def format_snps(variants: pd.DataFrame) -> str:
     Examples
     --------
     >>> from admixspec.core.genotypes import placeholder_variants
-    >>> format_snps(placeholder_variants(2)).splitlines()
-    ['chrom\\tpos\\tid\\tcounted\\tother', '1\\t1\\tsnp0\\tA\\tB', '1\\t2\\tsnp1\\tA\\tB']
+    >>> lines = format_snps(placeholder_variants(2)).splitlines()
+    >>> lines[0]
+    'chrom\\tpos\\tid\\tcounted\\tother'
+    >>> lines[1:]
+    ['1\\t1\\tsnp0\\tA\\tB', '1\\t2\\tsnp1\\tA\\tB']
     """
     return variants.loc[:, list(SNP_COLUMNS)].to_csv(
         sep="\t", index=False, lineterminator="\n")
