@@ -32,6 +32,12 @@ import pytest
 
 from .conftest import run_gpu_script
 
+# The simulator runs every CUDA thread as a Python thread: this module's one
+# script takes about 4 minutes, half of the default suite on CI's 2 cores, so it
+# runs in CI's second stage (`pytest -m slow`, .ci/run) with the parity studies.
+# tests/test_gpu_ptx.py still compiles its kernels in the first.
+pytestmark = pytest.mark.slow
+
 _SCRIPT = textwrap.dedent(
     """
     import json, mmap, tempfile, tracemalloc, warnings
