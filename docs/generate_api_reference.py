@@ -79,6 +79,8 @@ def _comment_in(module, name: str) -> str:
 
 
 def _kind(obj) -> str:
+    if inspect.ismodule(obj):
+        return "module"
     if inspect.isclass(obj):
         return "class"
     if callable(obj):
@@ -90,6 +92,9 @@ def _line(module, name: str) -> str:
     obj = getattr(module, name)
     if _kind(obj) == "constant":
         text = _constant_comment(module, name) or f"``{obj!r}``"
+    elif _kind(obj) == "module":
+        # By name, never repr: a module's repr holds the install path.
+        text = f"``{obj.__name__}``"
     else:
         text = _summary(obj)
     home = getattr(obj, "__module__", None)
@@ -155,4 +160,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    # Document this tree's package, not whichever admixspec is installed.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.exit(main())

@@ -167,4 +167,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    # Document this tree's package, not whichever admixspec is installed.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.exit(main())

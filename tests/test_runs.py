@@ -151,13 +151,15 @@ class TestMonomorphic:
         assert full.loglik == pytest.approx(-2.0 + 4 * np.log(P_MAX))
 
 
-class TestRunCommand:
-    @pytest.fixture(scope="class")
-    def cli_runs_fixture(self, tmp_path_factory):
-        out = tmp_path_factory.mktemp("runs") / "example"
-        assert main(["run", BED, "-K", "2", "--runs", "3", "--out", str(out), "-q"]) == 0
-        return out
+@pytest.fixture(scope="module")
+def cli_runs_fixture(tmp_path_factory):
+    """The example fitted three times at K = 2 by ``admixspec run --runs 3``."""
+    out = tmp_path_factory.mktemp("runs") / "example"
+    assert main(["run", BED, "-K", "2", "--runs", "3", "--out", str(out), "-q"]) == 0
+    return out
 
+
+class TestRunCommand:
     def test_writes_the_modes_and_names_them_in_the_log(self, cli_runs_fixture):
         out = cli_runs_fixture
         table = read_modes(f"{out}.2.modes.tsv")

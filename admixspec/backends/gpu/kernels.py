@@ -43,8 +43,8 @@ from .numba_cuda import import_cuda
 
 cuda = import_cuda()
 
-__all__ = ["MISSING_CODE", "THREADS_PER_BLOCK", "bed_rows", "cuda", "kernels",
-           "pack_rows", "sum_chunks", "transpose_packed", "zeros"]
+__all__ = ["MISSING_CODE", "THREADS_PER_BLOCK", "bed_rows", "kernels", "pack_rows",
+           "sum_chunks", "transpose_packed", "zeros"]
 
 #: Threads per block of every kernel.
 THREADS_PER_BLOCK = 128
