@@ -183,6 +183,23 @@ def test_resolve_device__cuda_without_gpu_is_usage_error():
         resolve_device("cuda")
 
 
+def test_resolve_device__auto_without_a_driver_never_imports_numba_cuda(monkeypatch):
+    # Importing numba.cuda takes about a second; without a driver "auto" need not.
+    import subprocess
+    import sys
+
+    from admixspec.backends.gpu import device
+
+    if device._driver_loads():
+        pytest.skip("a CUDA device is present")
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    code = ("import sys; from admixspec.backends.gpu import resolve_device; "
+            "print(resolve_device('auto'), 'numba.cuda' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["cpu", "False"]
+
+
 def test_resolve_device__unknown_name_is_usage_error():
     with pytest.raises(UsageError, match="device must be one of"):
         resolve_device("tpu")

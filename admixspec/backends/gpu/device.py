@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import ctypes
 import functools
 import logging
 import os
+import sys
 
 import numpy as np
 
@@ -38,6 +40,32 @@ def _simulated() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
+def _driver_loads() -> bool:
+    """Whether the CUDA driver library loads (numba.cuda's first step).
+
+    Importing numba.cuda takes about a second; on the many machines without
+    an NVIDIA driver, ``device="auto"`` learns there is no GPU from this
+    millisecond ``dlopen`` instead. ``NUMBA_CUDA_DRIVER`` (numba's own
+    override of the library's path) and platforms other than Linux and
+    Windows leave the decision to numba.
+    """
+    if os.environ.get("NUMBA_CUDA_DRIVER"):
+        return True
+    if sys.platform.startswith("linux"):
+        names = ("libcuda.so.1", "libcuda.so")
+    elif sys.platform == "win32":
+        names = ("nvcuda.dll",)
+    else:
+        return True
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            continue
+        return True
+    return False
+
+
 def cuda_status() -> tuple[str | None, str]:
     """What CUDA device the engine could use, and why not when none.
 
@@ -49,6 +77,8 @@ def cuda_status() -> tuple[str | None, str]:
     description : str
         The GPU's name, or the reason there is none.
     """
+    if not _simulated() and not _driver_loads():
+        return None, "no CUDA driver found (libcuda does not load)"
     try:
         cuda = import_cuda()
     except ImportError as error:  # a numba without its CUDA target
