@@ -644,16 +644,6 @@ class KHint:
         )
 
 
-#: Diagonal-completion iterations (and relative tolerance) of the K hint. At
-#: rank ``k_max`` the completion converges slowly: 300 iterations (the
-#: estimator's own cap) took 2.3 s of CPU on the HapMap3 tutorial data (324
-#: individuals, one dense eigendecomposition each), the largest share of a
-#: plain ML run's overhead; 50 give the same hint on it, on 1000 Genomes and on
-#: the example (K = 2, 4, 3) in 0.5 s. A hint needs the gap, not the digits.
-HINT_ITERATIONS = 50
-HINT_TOLERANCE = 1e-6
-
-
 def k_hint(dosage, *, k_max=10, max_snps=20_000, min_ratio=1.5, seed=None) -> KHint:
     """Suggest K from the eigenvalue gap of the diagonal-completed second moment.
 
@@ -697,8 +687,7 @@ def k_hint(dosage, *, k_max=10, max_snps=20_000, min_ratio=1.5, seed=None) -> KH
     if k_max < 2:  # too few individuals for a gap
         return KHint(1, np.ones(1), np.empty(0), len(snps))
     second = second_moments(frequency_blocks(dosage, snps=snps)).M2
-    completed, _ = complete_diagonal(second, k_max, tol=HINT_TOLERANCE,
-                                     max_iter=HINT_ITERATIONS)
+    completed, _ = complete_diagonal(second, k_max)
     values = np.linalg.eigvalsh(completed)[::-1][: k_max + 1]
     values = values / values[0]
     floor = np.finfo(float).eps
