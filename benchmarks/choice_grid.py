@@ -479,8 +479,11 @@ def run_table(args):
                 if (CACHE / "default"
                     / f"{row['cell']}_{row['replicate']}.json").exists()]
     if measured:
+        # ML either way: "spectral+ml" in the cached fits, "ml-svd" where the
+        # default now skips the spectral stage (few rare alleles)
         same = sum(abs(row["default_error"] - m["error"]) < 1e-12
-                   and row["decision"] == m["path"] for row, m in measured)
+                   and (row["decision"] == "spectral") == (m["path"] == "spectral")
+                   for row, m in measured)
         cpu = sum(m["cpu"] for _, m in measured)
         choice = sum(m["choice_seconds"] or 0.0 for _, m in measured)
         print(f"\nMeasured defaults: {len(measured)} data sets, {same} with the "

@@ -18,6 +18,7 @@ from admixspec.fit.choice import (
     MIN_RARE_SHARE,
     choose_estimator,
     extreme_neighbours,
+    premise_absent,
     successive_projection,
 )
 
@@ -99,6 +100,13 @@ class TestGeometry:
         assert choice.estimator == "spectral+ml"
         assert "minor allele frequency" in choice.reason
 
+    def test_premise_absent__is_the_rule_s_first_question_without_a_q(self):
+        below = premise_absent(MIN_RARE_SHARE / 2)
+        assert below.estimator == "ml"
+        assert below.reason == choose_estimator(np.eye(3), MIN_RARE_SHARE / 2).reason
+        assert below.record()["statistics"] == {"rare_allele_share": MIN_RARE_SHARE / 2}
+        assert premise_absent(MIN_RARE_SHARE) is None
+
     def test_record__holds_statistics_thresholds_and_decision(self):
         choice = choose_estimator(np.random.default_rng(4).dirichlet([1, 1], 30), 0.5)
         record = choice.record()
@@ -111,14 +119,21 @@ class TestGeometry:
 
 class TestAgainstTruth:
     def test_balding_nichols__chooses_ml_which_beats_the_biased_spectral_estimate(self):
-        # few rare alleles: the spectral premise is absent
+        # few rare alleles: the spectral premise is absent, so the default skips
+        # the spectral stage and its fit is plain ML's, bit for bit
         sim = simulate_balding_nichols(60, 4000, 3, fst=0.1, alpha=1.0, seed=5)
         spectral, ml, default = _three_ways(sim.genotypes, 3)
         assert default.diagnostics["choice"]["statistics"]["rare_allele_share"] < \
             MIN_RARE_SHARE
-        assert default.path == "spectral+ml"
-        same = _same_fit(sim.genotypes, 3, default)
-        np.testing.assert_array_equal(default.Q, same.Q)
+        assert default.path == "ml-svd"
+        assert default.diagnostics["choice"]["estimator"] == "ml"
+        assert "spectral" not in default.timings
+        assert "Spectral stage: skipped" in "\n".join(default.log_lines)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            plain = fit_admixture(sim.genotypes, 3, seed=0, init="svd")
+        np.testing.assert_array_equal(default.Q, plain.Q)
+        assert default.loglik == plain.loglik
         assert q_error(sim.Q, ml.Q) < 0.8 * q_error(sim.Q, spectral.Q)
         assert q_error(sim.Q, default.Q) < 0.8 * q_error(sim.Q, spectral.Q)
 

@@ -43,7 +43,7 @@ class TestOutputs:
         record = json.loads(Path(f"{run_fixture}.3.json").read_text())
         assert f"Loglikelihood: {record['loglik']:.6f}" in log
         assert f"Estimator: {record['path']}" in log
-        assert record["path"] in ("spectral", "spectral+ml", "ml-fallback")
+        assert record["path"] in ("spectral", "spectral+ml", "ml-fallback", "ml-svd")
         assert record["version"] and record["seed"] == 43
         assert "spectral" in record["timings"]
 

@@ -59,6 +59,7 @@ __all__ = [
     "EstimatorChoice",
     "choose_estimator",
     "extreme_neighbours",
+    "premise_absent",
     "successive_projection",
 ]
 
@@ -87,7 +88,9 @@ class EstimatorChoice:
     Attributes
     ----------
     estimator : str
-        ``"spectral"`` or ``"spectral+ml"``.
+        ``"spectral"``, ``"spectral+ml"`` (maximum likelihood, decided on the
+        spectral Q) or ``"ml"`` (decided before the spectral stage, which the
+        default then skips: :func:`premise_absent`).
     reason : str
         One sentence a user can read in the log, with the numbers the rule used.
     statistics : dict
@@ -188,6 +191,46 @@ def extreme_neighbours(Q, *, radius=ANCHOR_RADIUS):
     return extremes, near.astype(np.int64), spacing
 
 
+def premise_absent(rare_share, *,
+                   min_rare_share=MIN_RARE_SHARE) -> EstimatorChoice | None:
+    """The choice of maximum likelihood where the spectral premise is absent, else None.
+
+    The rule's first question (see the module notes) needs only the allele
+    counts, so the default asks it before the spectral stage: with too few
+    rare alleles the answer is maximum likelihood whatever the spectral Q.
+
+    Parameters
+    ----------
+    rare_share : float
+        Share of polymorphic SNPs with minor allele frequency <= 5%
+        (:func:`admixspec.fit.default.rare_allele_share`).
+    min_rare_share : float
+        The threshold (default :data:`MIN_RARE_SHARE`).
+
+    Returns
+    -------
+    EstimatorChoice or None
+        Estimator ``"ml"`` when ``rare_share < min_rare_share``.
+
+    Examples
+    --------
+    >>> premise_absent(0.12).estimator
+    'ml'
+    >>> premise_absent(0.6) is None
+    True
+    """
+    clock = time.perf_counter()
+    if rare_share >= min_rare_share:
+        return None
+    reason = (f"only {rare_share:.0%} of SNPs have a minor allele frequency <= 5% "
+              f"(< {min_rare_share:.0%}): too few rare, population-private alleles "
+              "for the spectral estimate (array-like data or shared drift); maximum "
+              "likelihood, as ADMIXTURE")
+    return EstimatorChoice("ml", reason, {"rare_allele_share": float(rare_share)},
+                           {"min_rare_share": min_rare_share},
+                           time.perf_counter() - clock)
+
+
 def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
                      radius=ANCHOR_RADIUS,
                      min_near_extreme=MIN_NEAR_EXTREME) -> EstimatorChoice:
@@ -236,12 +279,9 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
                 f"{radius:.0%} of the extremes' spacing: {anchored} of {len(near)} "
                 f"components anchored (>= {min_near_extreme} near), ML at more "
                 "than half")
-    if rare_share < min_rare_share:
-        estimator = "spectral+ml"
-        reason = (f"only {rare_share:.0%} of SNPs have a minor allele frequency "
-                  f"<= 5% (< {min_rare_share:.0%}): too few rare, population-"
-                  "private alleles for the spectral estimate (array-like data or "
-                  "shared drift); maximum likelihood, as ADMIXTURE")
+    absent = premise_absent(rare_share, min_rare_share=min_rare_share)
+    if absent is not None:
+        estimator, reason = "spectral+ml", absent.reason
     elif 2 * anchored > len(near):
         estimator = "spectral+ml"
         reason = (f"{geometry}: most components have near-unadmixed individuals, "

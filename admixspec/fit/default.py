@@ -15,9 +15,15 @@ Paths (reported in :attr:`~admixspec.fit.result.AdmixtureResult.path` and the ru
     The spectral candidates were insufficient (fewer than K, or a rank-
     deficient moment matrix): maximum likelihood from the SVD start, with the
     reason in ``diagnostics["fallback_reason"]``.
+``ml-svd``
+    With ``refine="auto"``, too few rare alleles for the spectral premise
+    (:func:`admixspec.fit.choice.premise_absent`): plain maximum likelihood
+    (:func:`admixspec.ml.refine.fit_ml` from its SVD starts, as ``init="svd"``),
+    decided before the spectral stage, which is skipped.
 
 With ``refine="auto"`` the choice between the spectral estimate and maximum
-likelihood is :func:`admixspec.fit.choice.choose_estimator`'s.
+likelihood is :func:`admixspec.fit.choice.premise_absent`'s, before the
+spectral stage, then :func:`admixspec.fit.choice.choose_estimator`'s.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from ..ml.likelihood import loglikelihood
 from ..ml.project import maximize_p
 from ..ml.refine import fit_ml
 from ..spectral.estimate import snp_sample, spectral_scan
-from .choice import choose_estimator
+from .choice import EstimatorChoice, choose_estimator, premise_absent
 from .result import AdmixtureResult
 
 __all__ = ["fit_default", "rare_allele_share"]
@@ -201,15 +207,15 @@ class Outcome(NamedTuple):
     timings: dict
 
 
-def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads,
+def _choose_and_fit(G, K, Q, *, rare_share, refine, tol, max_iter, seed, threads,
                     log) -> Outcome:
     """Keep the spectral Q (P given Q) or maximise the likelihood from it."""
-    diagnostics = {"rare_allele_share": rare_allele_share(G, counts=counts)}
+    diagnostics = {"rare_allele_share": rare_share}
     timings = {}
     decision, reason = refine, "requested"
     starts = {"spectral estimate": (Q, None)}
     if refine == "auto":
-        choice = choose_estimator(Q, diagnostics["rare_allele_share"])
+        choice = choose_estimator(Q, rare_share)
         timings["choice"] = choice.seconds
         decision, reason = choice.estimator == "spectral+ml", choice.reason
         diagnostics["choice"] = choice.record()
@@ -227,6 +233,25 @@ def _choose_and_fit(G, K, Q, *, counts, refine, tol, max_iter, seed, threads,
     timings["p_given_q"] = time.perf_counter() - clock
     diagnostics["p_iterations"] = int(n_p)
     return Outcome("spectral", None, P, loglik, diagnostics, timings)
+
+
+def _ml_without_spectral(G, K, choice: EstimatorChoice, *, tol, max_iter, seed,
+                         threads, log) -> Outcome:
+    """Plain maximum likelihood, chosen before the spectral stage (path ``ml-svd``).
+
+    Where the spectral premise is absent the rule chooses maximum likelihood
+    whatever the spectral Q, and that Q would only be one more start, which
+    never won the screen on such data (HapMap3 K = 3-5, 1000 Genomes K = 5:
+    docs/benchmarks.md): the spectral stage is skipped and the fit is plain
+    ML's for the same seed, bit for bit.
+    """
+    logger.info("refinement: yes (%s)", choice.reason)
+    ml = fit_ml(G, K, tol=tol, max_iter=max_iter, seed=seed, callback=log.iteration,
+                threads=threads)
+    diagnostics = {"rare_allele_share": choice.statistics["rare_allele_share"],
+                   "choice": choice.record(), "refine": True,
+                   "refine_reason": choice.reason}
+    return Outcome("ml-svd", ml, None, None, diagnostics, {"choice": choice.seconds})
 
 
 def _best_ml_fit(G, K, starts, *, screen, tol, max_iter, seed, threads, log):
@@ -264,6 +289,9 @@ def _best_ml_fit(G, K, starts, *, screen, tol, max_iter, seed, threads, log):
 def _log_spectral(log, path, diagnostics):
     d = diagnostics
     log.add(f"Estimator: {path}")
+    if path == "ml-svd":
+        log.add("Spectral stage: skipped (maximum likelihood whatever its Q: the "
+                "reason below)")
     if "eigenpairs" in d:
         log.add(
             f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
@@ -303,6 +331,13 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
         return AdmixtureResult(Q, P, loglikelihood(G, Q, P, threads=threads),
                                timings=timings, diagnostics=diagnostics,
                                path="single-population")
+    rare_share = rare_allele_share(G, counts=counts)
+    absent = premise_absent(rare_share) if refine == "auto" else None
+    if absent is not None:
+        outcome = _ml_without_spectral(G, K, absent, tol=tol, max_iter=max_iter,
+                                       seed=seed, threads=threads, log=log)
+        return _result(G, outcome.path, outcome.ml, timings | outcome.timings,
+                       diagnostics | outcome.diagnostics, log=log, threads=threads)
     spectral = spectral_stage(G, K, counts=counts, windows=windows, n_starts=n_starts,
                               seed=seed)
     timings["spectral"] = spectral.seconds
@@ -315,11 +350,19 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
         ml = fit_ml(G, K, init="svd", tol=tol, max_iter=max_iter, seed=seed,
                     callback=log.iteration, threads=threads)
     else:
-        outcome = _choose_and_fit(G, K, Q, counts=counts, refine=refine, tol=tol,
+        outcome = _choose_and_fit(G, K, Q, rare_share=rare_share, refine=refine, tol=tol,
                                   max_iter=max_iter, seed=seed, threads=threads, log=log)
         path, ml, P, loglik = outcome.path, outcome.ml, outcome.P, outcome.loglik
         timings.update(outcome.timings)
         diagnostics.update(outcome.diagnostics)
+    return _result(G, path, ml, timings, diagnostics, log=log, threads=threads,
+                   spectral=(Q, P, loglik))
+
+
+def _result(G, path, ml, timings, diagnostics, *, log, threads,
+            spectral=(None, None, None)) -> AdmixtureResult:
+    """The path's result: the ML fit's, or without one ``spectral``'s (Q, P, loglik)."""
+    Q, P, loglik = spectral
     n_iter, converged = 0, True
     if ml is not None:
         Q, P, loglik, n_iter, converged = ml.Q, ml.P, ml.loglik, ml.n_iter, ml.converged
