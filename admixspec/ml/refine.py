@@ -81,12 +81,14 @@ _INITS = ("svd", "random")
 #: Starts that :func:`fit_ml` screens when it chooses its own start. HapMap3
 #: at K = 4, 5 has several local maxima (the smallest component given to one
 #: or another family of close relatives): 10 subspace starts at K = 4 ended in
-#: 6 of them, 3 below ADMIXTURE's optimum. With 5 starts (each its own SVD
-#: sketch) ranked by their own log-likelihood, the fits for seeds 0-3, 42 and
-#: 43 all ended above ADMIXTURE's optimum at K = 4 (+9.9e-5 to +1.15e-4) and
-#: K = 5 (+1.4e-4 to +4.2e-4); with 3 starts screened for 5 iterations seed 1
-#: ended below it at K = 4 (-1.2e-5) (measured on branch engine;
-#: benchmarks/hapmap3_parity.py and docs/benchmarks.md).
+#: 6 of them. Ranked by their own log-likelihood, 5 starts ended at K = 4 (on
+#: the polymorphic SNPs, as fit_admixture fits them) at -3,788,622.4 to
+#: -3,788,622.5 for seeds 0, 2, 42 and 43, -3,788,727.9 for seed 3 (all above
+#: ADMIXTURE 1.3's published optimum, -3,789,058.7) and -3,789,095.6 for seed 1
+#: (about 37 units below it); 1 of the 20 starts of seeds 0, 1, 2 and 42 reached
+#: ADAMIXTURE's -3,788,606.4. Ranking after 5 or 10 iterations instead kept
+#: seed 1's poor start too (benchmarks/ml_start.py; docs/benchmarks.md): on
+#: such data several seeds (``run --runs``) are the remedy, not the screen.
 DEFAULT_STARTS = 5
 #: Iterations each screened start runs before the best is kept (2 passes
 #: each): none for SVD starts (ranked by their own log-likelihood, see
