@@ -12,7 +12,6 @@ costs.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from .exceptions import UsageError
 
@@ -42,6 +41,10 @@ def assign_components(cost, *, maximize: bool = False) -> np.ndarray:
     >>> assign_components([[5.0, 1.0], [1.0, 5.0], [2.0, 3.0]]).tolist()
     [1, 0, -1]
     """
+    # imported here: scipy.optimize takes 0.34 s to import, and a plain run
+    # (which every K of `admixspec run` pays for) never aligns components
+    from scipy.optimize import linear_sum_assignment
+
     cost = np.asarray(cost, dtype=float)
     rows, cols = linear_sum_assignment(cost, maximize=maximize)
     perm = np.full(cost.shape[0], -1, dtype=np.int64)
