@@ -32,9 +32,11 @@ Stages (each resumable; simulated data and fits are cached in
     (:func:`admixspec.q_error`), log-likelihoods and CPU seconds; the arrays a rule
     needs (spectral Q and P, ML Q) are stored so that evaluating a new rule does not
     refit.
-``stats``
-    The choice statistics of :mod:`admixspec.choice` on each cached fit, with their
-    CPU seconds.
+``recheck``
+    The spectral estimate of each cached fit whose spectral stage the default still
+    runs (rare-allele share at least :data:`admixspec.fit.choice.MIN_RARE_SHARE`),
+    refitted by this tree and compared with the cache byte for byte: whether a
+    change to the spectral stage moved the grid.
 ``default``
     ``fit_admixture(refine="auto")`` (the default, with :mod:`admixspec.choice`) on
     each data set: its decision, Q error and CPU seconds.
@@ -45,7 +47,7 @@ Stages (each resumable; simulated data and fits are cached in
 Usage::
 
     python benchmarks/choice_grid.py fits --replicates 5 [--part 1/2]
-    python benchmarks/choice_grid.py stats --replicates 5
+    python benchmarks/choice_grid.py recheck --replicates 1 [--suite]
     python benchmarks/choice_grid.py default --replicates 5 --first 3
     python benchmarks/choice_grid.py table
 
@@ -309,6 +311,23 @@ def run_default(args):
               f"({row['cpu']:.1f} CPU s)", flush=True)
 
 
+def run_recheck(args):
+    same = 0
+    checked = 0
+    for cell, replicate in _part(datasets(args.replicates, args.first, args.suite),
+                                 args.part):
+        cached = cached_fit(cell, replicate)
+        if cached is None or cached[0]["rare_allele_share"] < MIN_RARE_SHARE:
+            continue
+        dosage, _ = load_data(cell, replicate)
+        Q = _quiet(fit_admixture, dosage, K, seed=0, refine=False, threads=1).Q
+        equal = np.array_equal(Q, cached[1]["Q_spectral"])
+        same, checked = same + equal, checked + 1
+        print(f"{cell_name(cell)} {replicate}: " + ("same bytes" if equal else
+              f"differs by {np.abs(Q - cached[1]['Q_spectral']).max():.2e}"), flush=True)
+    print(f"{same} of {checked} spectral estimates identical to the cache")
+
+
 def rows_for(replicates, suite=False):
     """Rule rows of every cached fit among ``replicates``."""
     rows = []
@@ -496,7 +515,7 @@ def run_table(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("stage", choices=("fits", "default", "table"))
+    parser.add_argument("stage", choices=("fits", "default", "recheck", "table"))
     parser.add_argument("--replicates", type=int, default=5)
     parser.add_argument("--first", type=int, default=1,
                         help="first replicate to run")
@@ -510,7 +529,8 @@ def main(argv=None):
     parser.add_argument("--figure", type=Path,
                         help="table: write the calibration PNG here")
     args = parser.parse_args(argv)
-    {"fits": run_fits, "default": run_default, "table": run_table}[args.stage](args)
+    {"fits": run_fits, "default": run_default, "recheck": run_recheck,
+     "table": run_table}[args.stage](args)
 
 
 if __name__ == "__main__":
