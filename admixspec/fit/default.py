@@ -186,9 +186,9 @@ class Outcome(NamedTuple):
     Attributes
     ----------
     path : str
-        ``"spectral"`` or ``"spectral+ml"``.
+        ``"spectral"``, ``"spectral+ml"``, ``"ml-svd"`` or ``"ml-fallback"``.
     ml : admixspec.ml.refine.MLResult or None
-        The maximum-likelihood fit, when the path is ``"spectral+ml"``.
+        The maximum-likelihood fit, on every path but ``"spectral"``.
     P : numpy.ndarray or None
         The spectral path's P (given the spectral Q), else None.
     loglik : float or None
@@ -235,23 +235,29 @@ def _choose_and_fit(G, K, Q, *, rare_share, refine, tol, max_iter, seed, threads
     return Outcome("spectral", None, P, loglik, diagnostics, timings)
 
 
-def _ml_without_spectral(G, K, choice: EstimatorChoice, *, tol, max_iter, seed,
-                         threads, log) -> Outcome:
+def _plain_ml(G, K, path, *, tol, max_iter, seed, threads, log, diagnostics=None,
+              timings=None) -> Outcome:
+    """Plain maximum likelihood (:func:`fit_ml` from its SVD starts) as path ``path``."""
+    ml = fit_ml(G, K, tol=tol, max_iter=max_iter, seed=seed, callback=log.iteration,
+                threads=threads)
+    return Outcome(path, ml, None, None, diagnostics or {}, timings or {})
+
+
+def _ml_without_spectral(G, K, choice: EstimatorChoice, **fit) -> Outcome:
     """Plain maximum likelihood, chosen before the spectral stage (path ``ml-svd``).
 
     Where the spectral premise is absent the rule chooses maximum likelihood
     whatever the spectral Q, and that Q would only be one more start, which
     never won the screen on such data (HapMap3 K = 3-5, 1000 Genomes K = 5:
     docs/benchmarks.md): the spectral stage is skipped and the fit is plain
-    ML's for the same seed, bit for bit.
+    ML's for the same seed, bit for bit. ``fit``: :func:`_plain_ml`'s options.
     """
     logger.info("refinement: yes (%s)", choice.reason)
-    ml = fit_ml(G, K, tol=tol, max_iter=max_iter, seed=seed, callback=log.iteration,
-                threads=threads)
     diagnostics = {"rare_allele_share": choice.statistics["rare_allele_share"],
                    "choice": choice.record(), "refine": True,
                    "refine_reason": choice.reason}
-    return Outcome("ml-svd", ml, None, None, diagnostics, {"choice": choice.seconds})
+    return _plain_ml(G, K, "ml-svd", diagnostics=diagnostics,
+                     timings={"choice": choice.seconds}, **fit)
 
 
 def _best_ml_fit(G, K, starts, *, screen, tol, max_iter, seed, threads, log):
@@ -333,43 +339,39 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
                                path="single-population")
     rare_share = rare_allele_share(G, counts=counts)
     absent = premise_absent(rare_share) if refine == "auto" else None
+    fit = dict(tol=tol, max_iter=max_iter, seed=seed, threads=threads, log=log)
+    Q = None
     if absent is not None:
-        outcome = _ml_without_spectral(G, K, absent, tol=tol, max_iter=max_iter,
-                                       seed=seed, threads=threads, log=log)
-        return _result(G, outcome.path, outcome.ml, timings | outcome.timings,
-                       diagnostics | outcome.diagnostics, log=log, threads=threads)
-    spectral = spectral_stage(G, K, counts=counts, windows=windows, n_starts=n_starts,
-                              seed=seed)
-    timings["spectral"] = spectral.seconds
-    diagnostics.update(spectral.diagnostics)
-    Q = spectral.Q
-    if Q is None:
-        logger.warning("spectral estimate unavailable (%s); maximum likelihood from the "
-                       "SVD start", diagnostics["fallback_reason"])
-        path, P, loglik = "ml-fallback", None, None
-        ml = fit_ml(G, K, init="svd", tol=tol, max_iter=max_iter, seed=seed,
-                    callback=log.iteration, threads=threads)
+        outcome = _ml_without_spectral(G, K, absent, **fit)
     else:
-        outcome = _choose_and_fit(G, K, Q, rare_share=rare_share, refine=refine, tol=tol,
-                                  max_iter=max_iter, seed=seed, threads=threads, log=log)
-        path, ml, P, loglik = outcome.path, outcome.ml, outcome.P, outcome.loglik
-        timings.update(outcome.timings)
-        diagnostics.update(outcome.diagnostics)
-    return _result(G, path, ml, timings, diagnostics, log=log, threads=threads,
-                   spectral=(Q, P, loglik))
+        spectral = spectral_stage(G, K, counts=counts, windows=windows,
+                                  n_starts=n_starts, seed=seed)
+        timings["spectral"] = spectral.seconds
+        diagnostics.update(spectral.diagnostics)
+        Q = spectral.Q
+        if Q is None:
+            logger.warning("spectral estimate unavailable (%s); maximum likelihood "
+                           "from the SVD start", diagnostics["fallback_reason"])
+            outcome = _plain_ml(G, K, "ml-fallback", **fit)
+        else:
+            outcome = _choose_and_fit(G, K, Q, rare_share=rare_share, refine=refine,
+                                      **fit)
+    timings.update(outcome.timings)
+    diagnostics.update(outcome.diagnostics)
+    return _result(G, Q, outcome, timings, diagnostics, log=log, threads=threads)
 
 
-def _result(G, path, ml, timings, diagnostics, *, log, threads,
-            spectral=(None, None, None)) -> AdmixtureResult:
-    """The path's result: the ML fit's, or without one ``spectral``'s (Q, P, loglik)."""
-    Q, P, loglik = spectral
+def _result(G, Q, outcome: Outcome, timings, diagnostics, *, log,
+            threads) -> AdmixtureResult:
+    """The outcome's result: its ML fit's, or the spectral ``Q`` with its P."""
+    ml, P, loglik = outcome.ml, outcome.P, outcome.loglik
     n_iter, converged = 0, True
     if ml is not None:
         Q, P, loglik, n_iter, converged = ml.Q, ml.P, ml.loglik, ml.n_iter, ml.converged
         if not np.isfinite(loglik):  # the engine's record of an unfinished fit
             loglik = loglikelihood(G, Q, P, threads=threads)
         timings["likelihood"] = float(ml.timings.get("total", 0.0))
-    _log_spectral(log, path, diagnostics)
+    _log_spectral(log, outcome.path, diagnostics)
     log.convergence(n_iter, converged)
     return AdmixtureResult(Q, P, float(loglik), n_iter, converged, timings=timings,
-                           diagnostics=diagnostics, path=path)
+                           diagnostics=diagnostics, path=outcome.path)
