@@ -7,6 +7,7 @@ from admixspec.core.genotypes import check_dosage
 from admixspec.core.parameters import P_MAX, P_MIN
 from admixspec.core.threads import thread_limit
 from admixspec.ml.likelihood import em_step, loglikelihood, prediction_deviance
+from admixspec.ml.refine import fit_ml
 
 
 def _naive_loglik(G, Q, P):
@@ -98,10 +99,28 @@ class TestDeviance:
         assert prediction_deviance(G, Q, P) == pytest.approx(d[obs].mean(), rel=1e-10)
 
 
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
 class TestThreadLimit:
     def test_thread_limit__rejects_zero(self):
         with pytest.raises(UsageError), thread_limit(0):
             pass
+
+    def test_ml_iterations__run_blas_on_one_thread_and_restore_it(self):
+        # BLAS threads busy-waiting between the iterations' tiny products take the
+        # cores from numba's kernels (core.threads.serial_blas)
+        sim = simulate_balding_nichols(40, 600, 2, fst=0.2, seed=3)
+        seen = []
+        with thread_limit(2):
+            fit_ml(sim.genotypes.dosage, 2, seed=0,
+                   callback=lambda info: seen.append(_blas_threads()))
+            after = _blas_threads()
+        assert seen and all(threads == {1} for threads in seen)
+        assert after == {2}
 
 
 class TestCheckDosage:

@@ -6,7 +6,7 @@ import contextlib
 
 from .exceptions import UsageError
 
-__all__ = ["thread_limit"]
+__all__ = ["serial_blas", "thread_limit"]
 
 
 @contextlib.contextmanager
@@ -34,3 +34,21 @@ def thread_limit(threads):
             yield
     finally:
         numba.set_num_threads(previous)
+
+
+@contextlib.contextmanager
+def serial_blas():
+    """BLAS on one thread while the block runs (usable as a decorator too).
+
+    For the likelihood engine's iterations, whose matrix products are
+    (individuals or SNPs) x K by K x K or smaller: too small for BLAS's threads
+    to pay, while those threads, busy-waiting between calls, take the cores
+    from numba's kernels. On the HapMap3 tutorial data at K = 4 with two
+    threads, plain ML took 7.5 s with BLAS on two threads and 5.3 s on one
+    (its start 4.5 s and 2.7 s; docs/benchmarks.md). Large products over the
+    genotypes (the randomized SVD, the spectral moments) keep BLAS's threads.
+    """
+    from threadpoolctl import threadpool_limits  # as thread_limit's
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -57,7 +57,7 @@ from ..core.exceptions import ConvergenceWarning, UsageError
 from ..core.frequencies import least_squares_p, least_squares_q
 from ..core.parameters import P_MAX, P_MIN, check_params, clip_proportions
 from ..core.result import FitResult
-from ..core.threads import thread_limit
+from ..core.threads import serial_blas, thread_limit
 from ..core.validation import Dosage, Interval, Options, validate_params
 from .initial import random_init
 from .likelihood import Engine, make_engine
@@ -327,6 +327,7 @@ class _Run:
         return self
 
 
+@serial_blas()
 def accelerated_em(
     engine: Engine,
     Q: np.ndarray,

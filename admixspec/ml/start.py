@@ -47,6 +47,7 @@ import numpy as np
 
 from ..core.frequencies import allele_frequencies
 from ..core.parameters import P_MAX, P_MIN, Q_MIN, clip_proportions
+from ..core.threads import serial_blas
 from ._kernels.least_squares import constrained_ls_rows
 from .initial import SVD_GAP, _randomized_svd
 
@@ -193,6 +194,7 @@ def _squarem_als(prob, Q, P, Q1, P1, step_max):
     return best, 2, max(2.0, step_max / 2.0)
 
 
+@serial_blas()
 def subspace_als(f, US, V, P0, *, max_iter: int = 1000, tol: float = 1e-9,
                  accelerate: bool = True, weighted: bool = True):
     """Alternating exact constrained least squares in the SVD subspace.
