@@ -44,9 +44,9 @@ def serial_blas():
     (individuals or SNPs) x K by K x K or smaller: too small for BLAS's threads
     to pay, while those threads, busy-waiting between calls, take the cores
     from numba's kernels. On the HapMap3 tutorial data at K = 4 with two
-    threads, plain ML took 7.5 s with BLAS on two threads and 5.3 s on one
-    (its start 4.5 s and 2.7 s; docs/benchmarks.md). Large products over the
-    genotypes (the randomized SVD, the spectral moments) keep BLAS's threads.
+    threads, ``fit_ml`` took 6.9-7.3 s with BLAS on two threads and 4.8 s on
+    one (docs/benchmarks.md). Large products over the genotypes (the
+    randomized SVD, the spectral moments) keep BLAS's threads.
     """
     from threadpoolctl import threadpool_limits  # as thread_limit's
 
