@@ -8,10 +8,10 @@ fitted on its own (``fit_ml(Q0=..., P0=...)``, single-threaded) with every
 ``--secants`` setting (1: SQUAREM's step; 3: the default quasi-Newton).
 Reports per fit: the start's log-likelihood and cost, iterations, the
 iteration from which it is within 1 and 0.1 log-likelihood units of its end,
-and where it ends. ``--old`` also fits from the previous start
-(:func:`admixspec.ml.initial.svd_init`, seeds ``--seed``..) and
-``--adamixture SEED ...`` from ADAMIXTURE 1.8.8's own SVD + ALS start (run by
-its interpreter in ``PEERS_BIN``, its defaults) for comparison.
+and where it ends. ``--adamixture SEED ...`` also fits from ADAMIXTURE 1.8.8's
+own SVD + ALS start (run by its interpreter in ``PEERS_BIN``, its defaults) for
+comparison. (The previous start, ``svd_init``, and this script's ``--old``
+option that compared it were deleted after ``f676406``.)
 
 With several starts and one ``--secants``, it then replays the screening on
 those trajectories: for every subset of n = 2, 3 starts, screening for S
@@ -25,7 +25,7 @@ screened start, plus the kept start's remaining ones).
 Run (single-threaded; seconds are CPU seconds of this process):
   python benchmarks/ml_start.py --data hapmap3 --K 4 5 --starts 10 --secants 3 --mix
   python benchmarks/ml_start.py --data 1kg --K 5 --secants 1 3 --tol 1e-4 1e-7
-  python benchmarks/ml_start.py --data demo --K 7 --old --seed 43
+  python benchmarks/ml_start.py --data demo --K 7 --seed 43
   python benchmarks/ml_start.py --data hapmap3 --K 4 --adamixture 1 2 3 4 5
 Data sets as benchmarks/peers.py (monomorphic SNPs dropped).
 """
@@ -45,7 +45,6 @@ from peers import DEFAULT_K, PEERS, load, oriented_loglik
 
 import admixspec
 from admixspec.io import write_plink
-from admixspec.ml.initial import svd_init
 from admixspec.ml.start import subspace_starts
 
 #: Run by ADAMIXTURE's own interpreter: its SVD + ALS start (BR-QN's
@@ -163,7 +162,6 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, nargs="+", default=[1e-4],
                     help="stopping rules to fit with (ADMIXTURE's -C; e.g. 1e-4 1e-7 "
                          "shows what the 1e-4 rule leaves on the table)")
-    ap.add_argument("--old", action="store_true", help="also the previous SVD start")
     ap.add_argument("--mix", action="store_true",
                     help="further starts from mixes of one sketch "
                          "(subspace_starts' mix)")
@@ -182,12 +180,6 @@ def main(argv=None):
         print(f"K={K}: {len(starts)} start(s) in {cost:.2f} s"
               + (" (mixes of one sketch)" if args.mix else ""))
         labelled = [(f"start {k}", Q, P) for k, (Q, P) in enumerate(starts)]
-        if args.old:
-            for k in range(max(1, args.starts)):
-                clock = time.process_time()
-                Q, P = svd_init(G, K, seed=args.seed + k)
-                labelled.append((f"old start, seed {args.seed + k} "
-                                 f"({time.process_time() - clock:.2f} s)", Q, P))
         if args.adamixture:
             labelled += adamixture_starts(geno, K, args.adamixture)
         runs = {s: [] for s in args.secants}

@@ -165,33 +165,3 @@ class TestFormatting:
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = fit_ml(sim_fixture.genotypes.dosage, 2, seed=0, max_iter=3)
         assert format_summary(res).splitlines()[-1] == f"Loglikelihood: {res.loglik:.6f}"
-
-
-class TestSvdStarts:
-    def test_svd_starts__first_is_svd_init_and_others_differ(self, sim_fixture):
-        from admixspec.ml.initial import svd_init, svd_starts
-
-        # K = 5 on three populations: the last two directions are noise, so
-        # the starts differ from seed to seed
-        G = sim_fixture.genotypes.dosage
-        starts = svd_starts(G, 5, 3, seed=7)
-        Q0, P0 = svd_init(G, 5, seed=7)
-        np.testing.assert_array_equal(starts[0][0], Q0)
-        np.testing.assert_array_equal(starts[0][1], P0)
-        assert q_error(starts[0][0], starts[1][0]) > 0.05
-        assert q_error(starts[1][0], starts[2][0]) > 0.05
-        again = svd_starts(G, 5, 3, seed=7)
-        assert len(starts) == len(again) == 3
-        for (Qa, Pa), (Qb, Pb) in zip(starts, again, strict=True):
-            np.testing.assert_array_equal(Qa, Qb)
-            np.testing.assert_array_equal(Pa, Pb)
-
-    def test_svd_starts__one_start_when_the_data_determine_it(self, sim_fixture):
-        from admixspec.ml.initial import svd_init, svd_starts
-
-        G = sim_fixture.genotypes.dosage
-        starts = svd_starts(G, 3, 3, seed=7)
-        assert len(starts) == 1
-        # what another seed would give: the same start, up to ALS's tolerance
-        # (starts that differ, as below, differ by ~0.09)
-        assert q_error(starts[0][0], svd_init(G, 3, seed=8)[0]) < 0.01
