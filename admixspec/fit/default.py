@@ -181,7 +181,7 @@ def spectral_stage(G, K, *, counts, windows, n_starts, seed) -> SpectralStage:
 
 
 class Outcome(NamedTuple):
-    """The default's answer after the spectral stage.
+    """The default's answer: its path and the fit or estimate behind it.
 
     Attributes
     ----------
@@ -189,10 +189,10 @@ class Outcome(NamedTuple):
         ``"spectral"``, ``"spectral+ml"``, ``"ml-svd"`` or ``"ml-fallback"``.
     ml : admixspec.ml.refine.MLResult or None
         The maximum-likelihood fit, on every path but ``"spectral"``.
-    P : numpy.ndarray or None
-        The spectral path's P (given the spectral Q), else None.
+    Q, P : numpy.ndarray or None
+        The spectral path's Q and its P (given Q), else None.
     loglik : float or None
-        Its log-likelihood, else None.
+        Their log-likelihood, else None.
     diagnostics : dict
         The choice's evidence and reason.
     timings : dict
@@ -201,6 +201,7 @@ class Outcome(NamedTuple):
 
     path: str
     ml: object
+    Q: np.ndarray | None
     P: np.ndarray | None
     loglik: float | None
     diagnostics: dict
@@ -227,12 +228,12 @@ def _choose_and_fit(G, K, Q, *, rare_share, refine, tol, max_iter, seed, threads
                                              tol=tol, max_iter=max_iter, seed=seed,
                                              threads=threads, log=log)
         diagnostics.update(start_diagnostics)
-        return Outcome("spectral+ml", ml, None, None, diagnostics, timings)
+        return Outcome("spectral+ml", ml, None, None, None, diagnostics, timings)
     clock = time.perf_counter()
     P, loglik, n_p = maximize_p(G, Q, threads=threads)
     timings["p_given_q"] = time.perf_counter() - clock
     diagnostics["p_iterations"] = int(n_p)
-    return Outcome("spectral", None, P, loglik, diagnostics, timings)
+    return Outcome("spectral", None, Q, P, loglik, diagnostics, timings)
 
 
 def _plain_ml(G, K, path, *, tol, max_iter, seed, threads, log, diagnostics=None,
@@ -240,7 +241,7 @@ def _plain_ml(G, K, path, *, tol, max_iter, seed, threads, log, diagnostics=None
     """Plain maximum likelihood (:func:`fit_ml` from its SVD starts) as path ``path``."""
     ml = fit_ml(G, K, tol=tol, max_iter=max_iter, seed=seed, callback=log.iteration,
                 threads=threads)
-    return Outcome(path, ml, None, None, diagnostics or {}, timings or {})
+    return Outcome(path, ml, None, None, None, diagnostics or {}, timings or {})
 
 
 def _ml_without_spectral(G, K, choice: EstimatorChoice, **fit) -> Outcome:
@@ -340,7 +341,6 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
     rare_share = rare_allele_share(G, counts=counts)
     absent = premise_absent(rare_share) if refine == "auto" else None
     fit = dict(tol=tol, max_iter=max_iter, seed=seed, threads=threads, log=log)
-    Q = None
     if absent is not None:
         outcome = _ml_without_spectral(G, K, absent, **fit)
     else:
@@ -348,23 +348,22 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
                                   n_starts=n_starts, seed=seed)
         timings["spectral"] = spectral.seconds
         diagnostics.update(spectral.diagnostics)
-        Q = spectral.Q
-        if Q is None:
+        if spectral.Q is None:
             logger.warning("spectral estimate unavailable (%s); maximum likelihood "
                            "from the SVD start", diagnostics["fallback_reason"])
             outcome = _plain_ml(G, K, "ml-fallback", **fit)
         else:
-            outcome = _choose_and_fit(G, K, Q, rare_share=rare_share, refine=refine,
-                                      **fit)
+            outcome = _choose_and_fit(G, K, spectral.Q, rare_share=rare_share,
+                                      refine=refine, **fit)
     timings.update(outcome.timings)
     diagnostics.update(outcome.diagnostics)
-    return _result(G, Q, outcome, timings, diagnostics, log=log, threads=threads)
+    return _result(G, outcome, timings, diagnostics, log=log, threads=threads)
 
 
-def _result(G, Q, outcome: Outcome, timings, diagnostics, *, log,
+def _result(G, outcome: Outcome, timings, diagnostics, *, log,
             threads) -> AdmixtureResult:
-    """The outcome's result: its ML fit's, or the spectral ``Q`` with its P."""
-    ml, P, loglik = outcome.ml, outcome.P, outcome.loglik
+    """The outcome's result: its ML fit's, or the spectral Q with its P."""
+    ml, Q, P, loglik = outcome.ml, outcome.Q, outcome.P, outcome.loglik
     n_iter, converged = 0, True
     if ml is not None:
         Q, P, loglik, n_iter, converged = ml.Q, ml.P, ml.loglik, ml.n_iter, ml.converged
