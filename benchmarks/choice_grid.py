@@ -60,6 +60,7 @@ wall seconds.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import sys
@@ -222,16 +223,17 @@ def datasets(replicates, first=1, suite=False, simulators=SIMULATORS):
             for cell in (suite_cells() if suite else cells(simulators))]
 
 
-def _part(items, part):
-    if part is None:
+def stage_datasets(args):
+    """The data sets a stage runs on: ``datasets`` of its arguments, their ``--part``."""
+    items = datasets(args.replicates, args.first, args.suite, tuple(args.simulators))
+    if args.part is None:
         return items
-    index, total = (int(v) for v in part.split("/"))
+    index, total = (int(v) for v in args.part.split("/"))
     return items[index - 1::total]
 
 
 def run_fits(args):
-    for cell, replicate in _part(datasets(args.replicates, args.first, args.suite),
-                                 args.part):
+    for cell, replicate in stage_datasets(args):
         row = fits(cell, replicate)
         print(f"{row['cell']} {replicate}: spectral {row['spectral_error']:.4f} "
               f"({row['spectral_cpu']:.1f} s), ML {row['ml_error']:.4f} "
@@ -274,12 +276,10 @@ def rule_row(cell, replicate, *, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME
     row["default_error"] = row["ml_error"] if ml else row["spectral_error"]
     row["default_cpu"] = (row["spectral_ml_cpu"] if ml else row["spectral_cpu"]) \
         + choice.seconds
-    measured = CACHE / "default" / f"{cell_name(cell)}_{replicate}.json"
-    if row["rare_allele_share"] < min_rare and measured.exists():
-        plain = json.loads(measured.read_text())
-        if plain["path"] == "ml-svd":
-            row.update(decision="ml-svd", default_error=plain["error"],
-                       default_cpu=plain["cpu"])
+    plain = measured_default(cell_name(cell), replicate)
+    if row["rare_allele_share"] < min_rare and plain and plain["path"] == "ml-svd":
+        row.update(decision="ml-svd", default_error=plain["error"],
+                   default_cpu=plain["cpu"])
     row["better_error"] = min(row["ml_error"], row["spectral_error"])
     row["ratio"] = row["default_error"] / row["better_error"]
     held = CACHE / "heldout" / f"{cell_name(cell)}_{replicate}.json"
@@ -294,9 +294,21 @@ def rule_row(cell, replicate, *, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME
     return row
 
 
+def default_path(name, replicate) -> Path:
+    """Where the ``default`` stage keeps one data set's row."""
+    return CACHE / "default" / f"{name}_{replicate}.json"
+
+
+@functools.cache
+def measured_default(name, replicate):
+    """The ``default`` stage's row of a data set, or None when it has not run."""
+    path = default_path(name, replicate)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def default(cell, replicate, *, seed=0):
     """``fit_admixture(refine="auto")`` on one data set, measured (row cached)."""
-    path = CACHE / "default" / f"{cell_name(cell)}_{replicate}.json"
+    path = default_path(cell_name(cell), replicate)
     if path.exists():
         return json.loads(path.read_text())
     dosage, Q_true = load_data(cell, replicate)
@@ -312,8 +324,7 @@ def default(cell, replicate, *, seed=0):
 
 
 def run_default(args):
-    for cell, replicate in _part(datasets(args.replicates, args.first, args.suite,
-                                          tuple(args.simulators)), args.part):
+    for cell, replicate in stage_datasets(args):
         if cached_fit(cell, replicate) is None:  # fits first: the table compares
             continue
         if args.max_individuals and cell[2] and cell[2] > args.max_individuals:
@@ -326,8 +337,7 @@ def run_default(args):
 def run_recheck(args):
     same = 0
     checked = 0
-    for cell, replicate in _part(datasets(args.replicates, args.first, args.suite),
-                                 args.part):
+    for cell, replicate in stage_datasets(args):
         cached = cached_fit(cell, replicate)
         if cached is None or cached[0]["rare_allele_share"] < MIN_RARE_SHARE:
             continue
@@ -505,10 +515,8 @@ def run_table(args):
               f"against {paths:.0f} s for their spectral paths; worst: " + ", ".join(
                   f"{r['cell']}/{r['replicate']} {r['heldout_ratio']:.2f}" for r in
                   sorted(compared, key=lambda r: -r["heldout_ratio"])[:5]))
-    measured = [(row, default(_cell_of(row), row["replicate"]))
-                for row in grid_rep + suite_rep + grid_cal + suite_cal
-                if (CACHE / "default"
-                    / f"{row['cell']}_{row['replicate']}.json").exists()]
+    measured = [(row, m) for row in grid_rep + suite_rep + grid_cal + suite_cal
+                if (m := measured_default(row["cell"], row["replicate"])) is not None]
     if measured:
         # the ml-svd rows took the measurement itself (rule_row); the others are
         # implied by the cached fits, which the measurement checks to the tables'
