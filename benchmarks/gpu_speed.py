@@ -310,14 +310,17 @@ def write_biobank(prefix, n_individuals, n_snps, K, *, seed=SEED, threads=1, fst
     return Q, P
 
 
-def _measured(args, timeout):
+def _measured(args, timeout, log=None):
     """Run a command; its wall time, CPU time, peak RSS and the GPU's peak memory in use.
 
     The command runs under a small Python parent that reports its child's
     ``getrusage`` (CPU seconds, peak resident memory) on stderr's last line;
     ``nvidia-smi`` is polled every 0.2 s for the memory in use on the GPU
-    (all processes: the machine runs nothing else). Returns a dict, with
-    ``error`` set when the command failed or timed out.
+    (all processes: the machine runs nothing else). ``log``, if given, is a
+    file that receives the command's stderr, each line prefixed by the
+    seconds since the start (the stages' times; kept when it times out),
+    and its standard output (the two are one stream, read as it comes).
+    Returns a dict, with ``error`` set when the command failed or timed out.
     """
     import json
     import threading
@@ -341,20 +344,34 @@ def _measured(args, timeout):
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
     t = time.perf_counter()
+    lines = []
+    child = subprocess.Popen([sys.executable, "-c", wrapper, *args], text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def read_output():  # timestamped as they come, so a timed-out run keeps its stages
+        with open(log or "/dev/null", "w") as sink:
+            for line in child.stdout:
+                lines.append(line.rstrip("\n"))
+                sink.write(f"{time.perf_counter() - t:8.1f}  {line}")
+                sink.flush()
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
     try:
-        run = subprocess.run([sys.executable, "-c", wrapper, *args], capture_output=True,
-                             text=True, timeout=timeout, check=False)
+        child.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        child.kill()
         return {"error": f"timed out after {timeout:.0f} s"}
     finally:
+        reader.join(timeout=5)
         done.set()
         poller.join()
     wall = time.perf_counter() - t
-    lines = run.stderr.strip().splitlines()
+    lines = [line for line in lines if line.strip()]
     usage = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
     out = {"wall_s": wall, "gpu_mib": gpu_peak[0], **usage}
     if usage.get("code", 1) != 0:
-        tail = [line for line in lines[:-1] if line.strip()][-1:] or [run.stdout.strip()]
+        tail = lines[-2:-1] or ["no output"]
         out["error"] = "failed: " + tail[0][:200]
     return out
 
@@ -395,7 +412,7 @@ def _biobank_commands(args, bed, folder):
             sys.executable, "-m", "admixspec", "run", str(bed), "-K", str(args.K),
             "--memory", str(args.memory), "--device", args.device,
             "-j", str(args.threads),
-            "-s", str(SEED), "-q", "--out", str(folder / "admixspec")],
+            "-s", str(SEED), "--out", str(folder / "admixspec")],
         "ADAMIXTURE": [
             shutil.which("adamixture") or "adamixture", "-k", str(args.K), "--data_path",
             str(bed), "--save_dir", str(folder), "--name", "ada",
@@ -433,15 +450,22 @@ def run_biobank(args):
     if args.warm_up:  # numba's CPU kernels cached, as where admixspec ran before
         write_biobank(folder / "warm", 200, 2000, K)
         warm = _biobank_commands(args, folder / "warm.bed", folder / "warm")
-        _measured(warm["admixspec default"], args.timeout)
+        result = _measured(warm["admixspec default"], args.timeout,
+                           log=folder / "warm-up.stderr")
+        print(f"warm-up (admixspec, 200 x 2,000): {result}", flush=True)
     outputs = {"admixspec default": folder / "admixspec", "ADAMIXTURE": folder / "ada"}
-    genotypes = []  # read once, for the log-likelihoods
+    scoring = {}  # how the log-likelihoods are computed, made once
     table = []
     for label, command in _biobank_commands(args, bed, folder).items():
         if label.split()[0].lower() in args.skip:
             continue
-        row = _biobank_row(label, _measured(command, args.timeout), outputs[label], K,
-                           bed, genotypes, Q_true, args.threads)
+        log = folder / f"{label.split()[0].lower()}.stderr"
+        result = _measured(command, args.timeout, log=log)
+        if label == "admixspec default" and "error" not in result:
+            # admixspec drops monomorphic SNPs: a P row per SNP means there are none
+            scoring["all_polymorphic"] = _p_rows(outputs[label], K) == n
+        row = _biobank_row(label, result, outputs[label], K, bed, scoring, Q_true,
+                           args.threads)
         table.append(row)
         print(row, flush=True)
     print(f"{'tool':18s} {'wall s':>8s} {'CPU s':>8s} {'RSS MiB':>8s} {'GPU MiB':>8s} "
@@ -465,11 +489,40 @@ def _scored_genotypes(bed, m, n):
     return np.ascontiguousarray(G[:, keep]), keep
 
 
-def _biobank_row(label, result, prefix, K, bed, genotypes, Q_true, threads):
+def _p_rows(prefix, K) -> int:
+    """Rows of the ``{prefix}.{K}.P`` file (0 when there is none)."""
+    path = Path(f"{prefix}.{K}.P")
+    if not path.exists():
+        return 0
+    with open(path) as lines:
+        return sum(1 for _ in lines)
+
+
+def _device_loglik(bed, m, n, K):
+    """``loglik(Q, P)`` over every SNP of the .bed, on a CUDA GPU (None without one).
+
+    The file goes to the device in its own bytes (admixspec's GPU engine) and
+    each log-likelihood is one pass there: seconds, where decoding 5 GB on
+    the host and two CPU passes per tool take a minute of the device
+    machine's time. Used only where a P has a row for every SNP of a file
+    in which admixspec found no monomorphic SNP (so all SNPs are the
+    polymorphic ones the CPU path would score).
+    """
+    from admixspec.backends.gpu import cuda_status, make_engine
+    from admixspec.io.bed_chunks import BedChunks
+
+    if cuda_status()[0] != "gpu":
+        return None
+    engine = make_engine(BedChunks(bed, m, n), K, device="cuda")
+    return engine.loglik
+
+
+def _biobank_row(label, result, prefix, K, bed, scoring, Q_true, threads):
     """One row of the biobank table: times, memory, log-likelihood, Q error (or why not).
 
-    ``genotypes`` caches :func:`_scored_genotypes` (read once, after the
-    first run, for every row).
+    ``scoring`` caches how the rows are scored: the GPU engine's
+    log-likelihood over every SNP (:func:`_device_loglik`), or the polymorphic
+    SNPs read into memory (:func:`_scored_genotypes`), each made once.
     """
     cells = [result.get(key, float("nan")) for key in ("wall_s", "cpu_s", "rss_mib",
                                                          "gpu_mib")]
@@ -478,18 +531,31 @@ def _biobank_row(label, result, prefix, K, bed, genotypes, Q_true, threads):
     if "error" in result or not Q_path.exists():
         return f"{row} {'-':>20s} {'-':>8s}  {result.get('error', 'no Q file')}"
     Q, P = np.loadtxt(Q_path), np.clip(np.loadtxt(P_path, ndmin=2), P_MIN, P_MAX)
-    if not genotypes:
-        with open(Path(bed).with_suffix(".bim")) as bim:
-            n = sum(1 for _ in bim)
-        genotypes.extend(_scored_genotypes(bed, len(Q_true), n))
-    G, keep = genotypes
+    m = len(Q_true)
+    with open(Path(bed).with_suffix(".bim")) as bim:
+        n = sum(1 for _ in bim)
+    if P.shape[0] == n and scoring.get("all_polymorphic"):
+        if "device" not in scoring:
+            scoring["device"] = _device_loglik(bed, m, n, K)
+        if scoring["device"] is not None:
+            lls = [scoring["device"](Q, p) for p in (P, 1 - P)]
+            return _scored_row(row, lls, Q_true, Q, "scored on the GPU")
+    if "host" not in scoring:
+        scoring["host"] = _scored_genotypes(bed, m, n)
+    G, keep = scoring["host"]
     if P.shape[0] == len(keep):
         P = P[keep]
     elif P.shape[0] != G.shape[1]:
         return (f"{row} {'-':>20s} {'-':>8s}  P has {P.shape[0]} rows, not {len(keep)} "
                 f"SNPs nor {G.shape[1]} polymorphic ones")
     lls = [admixspec.loglikelihood(G, Q, p, threads=threads) for p in (P, 1 - P)]
-    note = "" if lls[0] >= lls[1] else "its P counts the other allele"
+    return _scored_row(row, lls, Q_true, Q, "")
+
+
+def _scored_row(row, lls, Q_true, Q, note):
+    """``row`` completed by the better allele's log-likelihood and by Q's error."""
+    if lls[0] < lls[1]:
+        note = "; ".join(filter(None, [note, "its P counts the other allele"]))
     return f"{row} {max(lls):20.4f} {admixspec.q_error(Q_true, Q):8.4f}  {note}"
 
 
