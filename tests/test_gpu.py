@@ -206,8 +206,10 @@ def test_resolve_device__unknown_name_is_usage_error():
 
 
 def test_default_device__reaches_engines_made_without_a_device():
-    from admixspec.backends.gpu import default_device, make_engine
-    from admixspec.ml.likelihood import Engine
+    # the fits' own make_engine, which takes no device: on a GPU machine the
+    # back end's make_engine (device="auto") would rightly give the GPU's
+    from admixspec.backends.gpu import default_device
+    from admixspec.ml.likelihood import Engine, make_engine
 
     G = np.zeros((3, 5), dtype=np.int8)
     with default_device("cpu"):

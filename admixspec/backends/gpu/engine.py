@@ -18,15 +18,13 @@ K = 5), and a fit gives the same bits run after run.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ...core.parameters import clip_proportions
 from ...ml._kernels.newton import triangle_pairs
 from ...ml.likelihood import Engine
 from ...ml.newton import BlockNewton
-from .kernels import THREADS_PER_BLOCK, cuda, kernels, sum_chunks, zeros
+from .kernels import cuda, kernels, launch, sum_chunks, zeros
 from .transfer import packed_bytes, to_device
 
 __all__ = ["CudaBlockNewton", "CudaEngine"]
@@ -40,17 +38,8 @@ _MAX_GRID_Y = 65_535
 
 
 def _launch(kernel, n_threads: int, n_chunks: int, *args):
-    """Run ``kernel`` on ``n_threads`` threads along x times ``n_chunks`` chunks along y.
-
-    numba-cuda warns of low occupancy on small grids (tiny data, tests); the
-    warning says nothing a user can act on, so it is silenced here.
-    """
-    grid = (max(1, -(-n_threads // THREADS_PER_BLOCK)), max(1, n_chunks))
-    with warnings.catch_warnings():
-        # matched by text: numba's built-in CUDA target and numba-cuda each
-        # raise it as their own NumbaPerformanceWarning class
-        warnings.filterwarnings("ignore", message=".*Grid size .* under-utilization")
-        kernel[grid, THREADS_PER_BLOCK](*args)
+    """``kernel`` on ``n_threads`` threads times ``n_chunks`` chunks (:func:`launch`)."""
+    launch(kernel, n_threads, *args, n_chunks=n_chunks)
 
 
 def _chunks(total: int, size: int) -> int:

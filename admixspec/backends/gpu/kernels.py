@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import types
+import warnings
 
 import numba
 import numpy as np
@@ -212,11 +213,26 @@ def _fill_zero(flat):
         flat[i] = 0
 
 
+def launch(kernel, n_threads: int, *args, n_chunks: int = 1):
+    """Run ``kernel`` on ``n_threads`` threads along x times ``n_chunks`` chunks along y.
+
+    At least one block: every kernel here checks its thread against its
+    bounds. numba-cuda warns of low occupancy on small grids (tiny data,
+    small chunks of a file, tests); the warning says nothing a user can act
+    on, so it is silenced here (a real run printed it among its log lines).
+    """
+    grid = (max(1, -(-n_threads // THREADS_PER_BLOCK)), max(1, n_chunks))
+    with warnings.catch_warnings():
+        # matched by text: numba's built-in CUDA target and numba-cuda each
+        # raise it as their own NumbaPerformanceWarning class
+        warnings.filterwarnings("ignore", message=".*Grid size .* under-utilization")
+        kernel[grid, THREADS_PER_BLOCK](*args)
+
+
 def zeros(shape, dtype=np.float64):
     """A device array of zeros, filled on the device (no host array, no transfer)."""
     array = cuda.device_array(shape, dtype=dtype)
-    flat = array.reshape(array.size)
-    _fill_zero[max(1, -(-array.size // THREADS_PER_BLOCK)), THREADS_PER_BLOCK](flat)
+    launch(_fill_zero, array.size, array.reshape(array.size))
     return array
 
 
@@ -243,8 +259,7 @@ def sum_chunks(parts):
     """
     size = parts.size // parts.shape[0]
     out = cuda.device_array(size)
-    _sum_chunks_kernel[max(1, -(-size // THREADS_PER_BLOCK)), THREADS_PER_BLOCK](
-        parts.reshape(parts.shape[0], size), out)
+    launch(_sum_chunks_kernel, size, parts.reshape(parts.shape[0], size), out)
     return out.reshape(parts.shape[1:])
 
 

@@ -28,14 +28,7 @@ import numpy as np
 
 from ...core.chunks import chunk_bounds
 from ...core.exceptions import UsageError
-from .kernels import (
-    MISSING_CODE,
-    THREADS_PER_BLOCK,
-    bed_rows,
-    cuda,
-    pack_rows,
-    transpose_packed,
-)
+from .kernels import MISSING_CODE, bed_rows, cuda, launch, pack_rows, transpose_packed
 
 __all__ = ["PACK_BYTES", "packed_bytes", "to_device"]
 
@@ -54,19 +47,13 @@ def packed_bytes(n_individuals: int, n_snps: int) -> int:
     return n_snps * -(-n_individuals // 4) + n_individuals * -(-n_snps // 4)
 
 
-def _launch_1d(kernel, n_threads: int, *args):
-    """``kernel`` on ``n_threads`` threads (one grid dimension)."""
-    if n_threads > 0:
-        kernel[-(-n_threads // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*args)
-
-
 def _transpose(d_GT, d_G, start: int, stop: int):
     """The bytes of ``G`` holding SNPs ``start:stop``, from ``GT`` (filled to ``stop``).
 
     A byte shared with the next chunk's SNPs is made again with that chunk.
     """
     b0, b1 = start // 4, -(-stop // 4)
-    _launch_1d(transpose_packed, d_G.shape[0] * (b1 - b0), d_GT, b0, b1, d_G)
+    launch(transpose_packed, d_G.shape[0] * (b1 - b0), d_GT, b0, b1, d_G)
 
 
 def _fill_from_bed(source, d_GT, d_G):
@@ -83,7 +70,7 @@ def _fill_from_bed(source, d_GT, d_G):
                 d_raw = cuda.device_array((source.chunk_snps, raw.shape[1]), np.uint8)
             part = d_raw[: len(raw)]
             part.copy_to_device(raw)
-            _launch_1d(bed_rows, len(picks) * width, part, cuda.to_device(picks), d_rows,
+            launch(bed_rows, len(picks) * width, part, cuda.to_device(picks), d_rows,
                        d_codes, d_GT, start + done)
         _transpose(d_GT, d_G, start, stop)
 
