@@ -146,8 +146,23 @@ _SCRIPT = textwrap.dedent(
     cpu, gpu = fits["cpu"], fits["cuda"]
     out["fit"] = {"path": [cpu.path, gpu.path], "loglik": rel(cpu.loglik, gpu.loglik),
                   "Q": gap([cpu.Q], [gpu.Q]), "P": gap([cpu.P], [gpu.P]),
-                  "n_iter": [cpu.n_iter, gpu.n_iter], "engines": made,
+                  "n_iter": [cpu.n_iter, gpu.n_iter], "engines": list(made),
                   "chunks": gpu.diagnostics["streamed"]["chunks"]}
+    # ... and with the default's reference, maximum likelihood ends on everyone
+    # on the device, which holds them all (on the CPU it stays projected)
+    import admixspec.fit.admixture as admixture_module
+    admixture_module.DEFAULT_REFERENCE_SIZE = 20
+    made.clear()
+    joint = {}
+    for device in ("cpu", "cuda"):
+        streamed = open_streamed(path, memory_bytes=5120)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            joint[device] = fit_admixture(streamed, 2, method="ml", seed=0, max_iter=4,
+                                          n_starts=1, device=device)
+    out["joint"] = {"path": [joint["cpu"].path, joint["cuda"].path],
+                    "loglik": [joint["cpu"].loglik, joint["cuda"].loglik],
+                    "projected": [cpu.loglik, gpu.loglik], "engines": list(made)}
     gpu_engine.CudaEngine.__init__, BedChunks._decode_into = make, decode
 
     # 4. host memory while a streamed .bed goes to the device, and in its passes
@@ -259,6 +274,21 @@ def test_host_memory__one_chunk_while_copying_none_per_pass(streamed):
     # the 250 of its packed copy
     growth = large["construction"] - small["construction"]
     assert growth / (large["n_snps"] - small["n_snps"]) < 9, (small, large)
+
+
+def test_streamed_fit_on_the_device__ends_with_everyone_under_the_default_reference(
+    streamed
+):
+    joint = streamed["joint"]
+    cpu, gpu = joint["path"]
+    assert cpu.endswith("+streamed+projection") and gpu == cpu + "+joint"
+    # the CPU's is the projected fit above; the device's climbs from it
+    assert joint["loglik"][0] == pytest.approx(joint["projected"][0], rel=1e-12)
+    assert joint["loglik"][1] > joint["projected"][1] + 1e-6 * abs(joint["projected"][1])
+    # the reference in memory, then the .bed's bytes: the reference on every
+    # SNP, the projected individuals, and everyone for the joint fit
+    streamed_engines = [kind for kind in joint["engines"] if kind.startswith("Bed")]
+    assert streamed_engines == ["BedChunks"] * 3
 
 
 def test_streamed_fit_on_the_device__equals_the_cpu_fit(streamed):

@@ -9,10 +9,12 @@ import pytest
 
 from admixspec import UsageError, fit_admixture, simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.core.metrics import match_components
+from admixspec.core.metrics import match_components, q_error
 from admixspec.fit.reference import reference_individuals
 from admixspec.io import read_genotypes, read_q, write_p, write_plink
+from admixspec.io.reader import open_streamed
 from admixspec.ml.debias import debiased_project, p_covariance
+from admixspec.ml.likelihood import loglikelihood
 from admixspec.ml.project import project
 
 
@@ -125,6 +127,57 @@ class TestFitWithReference:
         with pytest.raises(UsageError, match="chunk_size must be an integer >= 1"):
             fit_admixture(small_fixture.genotypes, 2, reference_size=100,
                                chunk_size=0)
+
+
+class TestJointFit:
+    """The default's reference serves the spectral stage; ML ends on everyone."""
+
+    @pytest.fixture
+    def default_reference_100(self, monkeypatch):
+        # the default's reference (5,000) at a size a test can exceed
+        monkeypatch.setattr("admixspec.fit.admixture.DEFAULT_REFERENCE_SIZE", 100)
+
+    def test_default_reference__ml_ends_at_everyones_maximum_likelihood(
+        self, small_fixture, default_reference_100
+    ):
+        G = small_fixture.genotypes
+        joint = fit_admixture(G, 2, method="ml", seed=1)
+        projected = fit_admixture(G, 2, method="ml", seed=1, reference_size=100)
+        everyone = fit_admixture(G, 2, method="ml", seed=1, reference_size=300)
+        assert joint.path == "ml-svd+projection+joint"
+        assert projected.path == "ml-svd+projection"
+        assert joint.reference.tolist() == projected.reference.tolist()
+        # the joint fit starts where reference + projection ends, and climbs
+        # to the optimum a fit of everyone from the start reaches
+        assert joint.loglik > projected.loglik + 1.0
+        assert joint.loglik == pytest.approx(everyone.loglik, rel=1e-7)
+        assert joint.loglik == pytest.approx(loglikelihood(G.dosage, joint.Q, joint.P),
+                                             rel=1e-12)
+        assert q_error(small_fixture.Q, joint.Q) < q_error(small_fixture.Q, projected.Q)
+        assert joint.diagnostics["joint"]["converged"]
+        log = "\n".join(joint.log_lines)
+        assert "Joint maximum likelihood on all 300 individuals" in log
+        assert joint.log_lines[-1] == f"Loglikelihood: {joint.loglik:.6f}"
+        assert sum(line.startswith("Loglikelihood:") for line in joint.log_lines) == 1
+        assert not joint.diagnostics["reference"]["projection_corrected"]
+
+    def test_default_reference__a_spectral_estimate_stays_projected(
+        self, small_fixture, default_reference_100
+    ):
+        result = fit_admixture(small_fixture.genotypes, 2, seed=1, refine=False)
+        assert result.path == "spectral+projection"
+        assert "joint" not in result.diagnostics
+
+    def test_streamed_on_the_cpu__stays_reference_and_projection(
+        self, small_fixture, default_reference_100, tmp_path, caplog
+    ):
+        # every iteration on everyone would read the file again there
+        write_plink(tmp_path / "cohort", small_fixture.genotypes)
+        streamed = open_streamed(tmp_path / "cohort.bed", memory_bytes=40_000)
+        with caplog.at_level("INFO", logger="admixspec"):
+            result = fit_admixture(streamed, 2, method="ml", seed=1, device="cpu")
+        assert result.path.endswith("+projection")
+        assert "maximum likelihood on the reference only: on the CPU" in caplog.text
 
 
 class TestCli:

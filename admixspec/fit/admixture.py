@@ -7,7 +7,11 @@ input's size and wherever it lives:
   by the estimator ``method`` names (:func:`admixspec.fit.pipeline.fit_in_memory`);
 * a larger cohort in memory is fitted on a random reference of
   ``reference_size`` individuals and everyone else is projected
-  (:func:`admixspec.fit.reference.fit_with_reference`);
+  (:func:`admixspec.fit.reference.fit_with_reference`); without a
+  ``reference_size`` given, a maximum-likelihood estimate then ends with
+  maximum likelihood on everyone from that start (the cohort's estimate, as
+  ADMIXTURE's: the reference serves the spectral stage, whose moments grow
+  with the square of the individuals);
 * genotypes left on disk (:func:`admixspec.io.reader.open_genotypes` streams
   what exceeds the memory budget) get the same reference fit on the SNPs that
   fit in memory, then streamed passes (:func:`admixspec.fit.reference.fit_streamed`);
@@ -24,7 +28,8 @@ Paths (reported in :attr:`AdmixtureResult.path` and in the run log):
 ``single-population``, ``spectral``, ``spectral+ml`` and ``ml-fallback`` for
 the default (:mod:`admixspec.fit.default`); ``ml-svd`` and ``ml-random`` for
 ``method="ml"``; ``supervised``; ``projection``; a reference fit adds
-``+projection``, a streamed one ``+streamed``.
+``+projection``, the fit of everyone after it ``+joint``, a streamed one
+``+streamed``.
 """
 
 from __future__ import annotations
@@ -203,8 +208,13 @@ def fit_admixture(
         Cohorts of more individuals are fitted on a random reference of this
         many (seeded by ``seed``; ``AdmixtureResult.reference`` holds its
         rows) and everyone else is projected onto its P (``--reference-size``;
-        :mod:`admixspec.fit.reference`); at least 2. Default
-        :data:`~admixspec.fit.reference.DEFAULT_REFERENCE_SIZE` (5,000).
+        :mod:`admixspec.fit.reference`); at least 2. Default: a reference of
+        :data:`~admixspec.fit.reference.DEFAULT_REFERENCE_SIZE` (5,000) for
+        the spectral stage and the choice, and, when the estimate is maximum
+        likelihood, maximum likelihood on everyone from the reference's P and
+        the projected Q (path ``+joint``; in memory, or streamed on a GPU, which
+        holds everyone's genotypes: streamed on the CPU it would read the
+        file once per iteration, and stays reference + projection).
         Projection and supervised fits use everyone, and take none.
     chunk_size : int
         Individuals projected at once onto a reference's P.
@@ -289,6 +299,9 @@ def fit_admixture(
     if everyone and runs > 1:
         raise UsageError(f"runs > 1 (--runs) are for unsupervised fits: a {method} "
                          "fit does not depend on its start")
+    # a reference asked for is fitted and projected; the default's serves the
+    # spectral stage, and maximum likelihood ends on everyone (fit.reference)
+    joint = reference_size is None
     reference_size = reference_size or DEFAULT_REFERENCE_SIZE
 
     if streamed:
@@ -304,12 +317,13 @@ def fit_admixture(
     def fit_one(options: FitOptions) -> AdmixtureResult:
         if streamed:
             result = fit_streamed(fitted, K, reference_size=reference_size,
-                                  chunk_size=chunk_size, options=options)
+                                  chunk_size=chunk_size, options=options, joint=joint)
         elif everyone or n_individuals <= reference_size:
             result = fit_in_memory(fitted, K, options)
         else:
             result = fit_with_reference(fitted, K, reference_size=reference_size,
-                                        chunk_size=chunk_size, options=options)
+                                        chunk_size=chunk_size, options=options,
+                                        joint=joint)
         return result if mask is None else complete_snps(result, mask, counts)
 
     core = dataclasses.replace(options, cv=None, bootstrap=None)

@@ -181,8 +181,16 @@ def _reference_log(fit: AdmixtureResult) -> list:
 
 
 def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size: int,
-                       options: FitOptions) -> AdmixtureResult:
+                       options: FitOptions, joint: bool = False) -> AdmixtureResult:
     """Fit Q and P on a random reference, then project everyone else onto P.
+
+    With ``joint``, when the reference's estimate is maximum likelihood, the
+    fit ends with maximum likelihood on everyone, started from the
+    reference's P and everyone's Q (the projection's for the others): the
+    reference then serves the spectral stage, whose moments grow with the
+    square of the individuals, and the choice, while the answer is the
+    maximum-likelihood estimate of the whole cohort, as ADMIXTURE's. A spectral
+    estimate kept as it is stays reference + projection.
 
     Parameters
     ----------
@@ -196,13 +204,16 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
     options : FitOptions
         The reference fit's (cross-validation and bootstrap then describe the
         reference); the projection uses its ``tol``, ``max_iter`` and ``threads``.
+    joint : bool
+        End maximum-likelihood estimates with maximum likelihood on everyone.
 
     Returns
     -------
     AdmixtureResult
         Q of shape (n_individuals, K) in the input's row order, the
         reference's P, and the log-likelihood of all individuals; ``path``
-        ends in ``+projection``; ``reference`` holds the reference's rows and
+        ends in ``+projection`` (``+projection+joint`` after the joint fit, whose
+        Q and P these are); ``reference`` holds the reference's rows and
         ``diagnostics["reference"]`` the size, seed, :data:`REFERENCE_RULE`,
         the reference's log-likelihood and the projection's iterations per
         chunk.
@@ -217,13 +228,16 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
     others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
     Q = np.empty((m, fit.Q.shape[1]))
     Q[rows] = fit.Q
-    corrected = correct_projection(options.projection_correction, len(rows))
+    joint = joint and "ml" in fit.path
+    # a start for the joint fit needs no correction for P's noise
+    correction = options.projection_correction
+    corrected = not joint and correct_projection(correction, len(rows))
     Q[others], iterations = _project_chunks(
         lambda chunk: G[chunk], others, fit.P, chunk_size=chunk_size, tol=options.tol,
         max_iter=options.max_iter, threads=options.threads,
         covariance=p_covariance(G[rows], fit.Q, fit.P) if corrected else None,
     )
-    loglik = loglikelihood(G, Q, fit.P, threads=options.threads)
+    projected = time.perf_counter() - start - reference_seconds
     diagnostics = dict(fit.diagnostics)
     diagnostics["reference"] = {
         "size": len(rows), "n_individuals": m, "seed": options.seed,
@@ -231,33 +245,86 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
         "chunk_size": chunk_size, "reference_loglik": float(fit.loglik),
         "projection_iterations": iterations, "projection_corrected": corrected,
     }
-    total = time.perf_counter() - start
-    timings = {**fit.timings, "reference_fit": reference_seconds,
-               "projection": total - reference_seconds, "total": total}
     lines = _reference_log(fit) + [
         (f"Reference: {len(rows)} of {m} individuals drawn at random (seed "
          f"{options.seed}); the other {len(others)} projected onto its P in chunks of "
          f"{chunk_size}"),
-    ] + ([correction_line(len(rows))] if corrected else []) + [
-        f"Loglikelihood: {loglik:.6f}",
-    ]
-    return dataclasses.replace(
+    ] + ([correction_line(len(rows))] if corrected else [])
+    # the joint fit's log-likelihood replaces this one
+    loglik = np.nan if joint else loglikelihood(G, Q, fit.P, threads=options.threads)
+    lines.append(f"Loglikelihood: {loglik:.6f}")
+    timings = {**fit.timings, "reference_fit": reference_seconds,
+               "projection": projected}
+    result = dataclasses.replace(
         fit, Q=Q, loglik=float(loglik), path=f"{fit.path}+projection",
         diagnostics=diagnostics, timings=timings, log_lines=lines, reference=rows,
     )
+    if joint:
+        result = _with_joint(result, G, options)
+    result.timings["total"] = time.perf_counter() - start
+    return result
+
+
+def _with_joint(result: AdmixtureResult, genotypes, options: FitOptions):
+    """``result`` refined by maximum likelihood on everyone (:func:`_joint_ml`).
+
+    Its Q, P, log-likelihood, iterations and convergence become the joint
+    fit's, ``path`` gains ``+joint``, the log the joint fit's iterations
+    (before the last line, everyone's "Loglikelihood:", which is replaced) and
+    the JSON ``diagnostics["joint"]`` and ``timings["joint"]``.
+    """
+    start = time.perf_counter()
+    refined, joint_lines = _joint_ml(genotypes, result.Q, result.P, options)
+    lines = [*result.log_lines[:-1], *joint_lines,
+             f"Loglikelihood: {refined.loglik:.6f}"]
+    diagnostics = {**result.diagnostics, "joint": {"n_iter": int(refined.n_iter),
+                                                   "converged": bool(refined.converged)}}
+    return dataclasses.replace(
+        result, Q=refined.Q, P=refined.P, loglik=float(refined.loglik),
+        n_iter=refined.n_iter, converged=refined.converged, path=f"{result.path}+joint",
+        diagnostics=diagnostics, log_lines=lines,
+        timings={**result.timings, "joint": time.perf_counter() - start})
+
+
+def _joint_ml(genotypes, Q, P, options: FitOptions):
+    """Maximum likelihood on everyone from ``(Q, P)``: the fit and its log lines.
+
+    ``genotypes`` is the dosage in memory or a streamed source (on a GPU,
+    whose engine copies it to the device once).
+    """
+    m = Q.shape[0]
+    logger.info("maximum likelihood on all %d individuals, from the reference's P and "
+                "the projected Q", m)
+    history: list = []
+    with thread_limit(options.threads):
+        refined = _ml_from(make_engine(genotypes, Q.shape[1]), Q, P, tol=options.tol,
+                           max_iter=options.max_iter, seed=options.seed,
+                           callback=history.append)
+    lines = [f"Joint maximum likelihood on all {m} individuals, from the reference's P "
+             "and the projected Q:"]
+    lines += [format_iteration(info) for info in history]
+    lines.append(_convergence_line(refined.n_iter, refined.converged))
+    return refined, lines
+
+
+def _ml_from(engine, Q, P, *, tol, max_iter, seed, callback=None):
+    """Accelerated block relaxation from ``(Q, P)`` on an engine (memory or stream)."""
+    return accelerated_em(engine, Q, P, tol=tol, max_iter=max_iter,
+                          rng=np.random.default_rng(seed), callback=callback)
+
+
+def _convergence_line(n_iter: int, converged: bool) -> str:
+    """ADMIXTURE's line on how a maximization ended."""
+    if converged:
+        return f"Converged in {n_iter} iterations"
+    return f"Not converged: stopped at the iteration limit ({n_iter} iterations)"
 
 
 # --------------------------------------------------------------------------- streamed
 
 
-def _streamed_ml(engine, Q, P, *, tol, max_iter, seed, callback=None):
-    """Accelerated block relaxation on an engine over a streamed source."""
-    return accelerated_em(engine, Q, P, tol=tol, max_iter=max_iter,
-                          rng=np.random.default_rng(seed), callback=callback)
-
-
 def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
-                 options: FitOptions) -> AdmixtureResult:
+                 options: FitOptions, joint: bool = False) -> AdmixtureResult:
     """:func:`fit_with_reference` for genotypes left on disk (streamed chunk by chunk).
 
     1. The reference's genotypes on the SNPs that fit half the budget
@@ -280,6 +347,11 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
     time (:class:`admixspec.backends.gpu.engine.CudaEngine`), so the host
     holds no int8 matrix beyond the reference sample of step 1, and a
     projection chunk is ``chunk_size`` individuals whatever the budget.
+    There ``joint`` adds step 4 as :func:`fit_with_reference` does: maximum
+    likelihood on everyone, whose genotypes the device holds. On the CPU
+    every iteration of it would read the whole file again, so there the fit
+    stays reference + projection (the log says so; a ``--memory`` that holds
+    the genotypes gives the joint fit in memory).
 
     Parameters
     ----------
@@ -313,7 +385,7 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
             P = maximize_p(reference, Q_ref, threads=o.threads, engine=engine).P
             if "ml" in fit.path:
                 logger.info("reference: maximum likelihood on all %d SNPs, streamed", n)
-                refined = _streamed_ml(engine, Q_ref, P, tol=o.tol,
+                refined = _ml_from(engine, Q_ref, P, tol=o.tol,
                                        max_iter=o.max_iter, seed=o.seed,
                                        callback=history.append)
                 Q_ref, P = refined.Q, refined.P
@@ -332,7 +404,13 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
             def read(chunk):
                 return source.subset(rows=chunk).read()
         iterations = []
-        corrected = correct_projection(o.projection_correction, len(rows))
+        joint = joint and "ml" in fit.path and len(others) > 0
+        if joint and not on_device:
+            logger.info("maximum likelihood on the reference only: on the CPU, one on "
+                        "all %d individuals would read the file once per iteration", m)
+            joint = False
+        # a start for the joint fit needs no correction for P's noise
+        corrected = not joint and correct_projection(o.projection_correction, len(rows))
         if len(others):
             logger.info("projecting %d individuals onto P, %d at a time read from disk",
                         len(others), chunk_size)
@@ -343,17 +421,20 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
                 read, others, P, chunk_size=chunk_size, tol=o.tol, max_iter=o.max_iter,
                 threads=o.threads,
                 covariance=p_covariance(called, Q_ref, P) if corrected else None)
-        loglik = Engine(source, K).loglik(Q, P)
+        loglik = np.nan if joint else Engine(source, K).loglik(Q, P)
     projection = {"projection_chunk_size": chunk_size,
                   "projection_iterations": iterations,
                   "projection_corrected": corrected and len(others) > 0}
     result = _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps,
-                              history, projection, time.perf_counter() - start)
+                              history, projection)
+    if joint:
+        result = _with_joint(result, source, o)
+    result.timings["total"] = time.perf_counter() - start
     return dataclasses.replace(result, reference=rows if len(rows) < m else None)
 
 
 def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, history,
-                     projection, seconds):
+                     projection):
     """The fit's result with everyone's Q, the streamed P, and what was streamed."""
     m, n = source.n_individuals, source.n_snps
     path = fit.path + ("" if len(snps) == n else "+streamed") + \
@@ -368,9 +449,7 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, h
     if history:
         lines.append(f"Reference maximum likelihood on all {n} SNPs, streamed:")
         lines += [format_iteration(info) for info in history]
-        lines.append(f"Converged in {n_iter} iterations" if converged else
-                     f"Not converged: stopped at the iteration limit "
-                     f"({n_iter} iterations)")
+        lines.append(_convergence_line(n_iter, converged))
     lines += [
         (f"Streamed: {m} individuals x {n} SNPs read from disk in {len(source.bounds)} "
          f"chunks of up to {source.chunk_snps} SNPs; reference {len(rows)} individuals "
@@ -381,4 +460,4 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, h
     return dataclasses.replace(
         fit, Q=Q, P=P, loglik=float(loglik), n_iter=n_iter, converged=converged,
         path=path, diagnostics=diagnostics, log_lines=lines,
-        timings={**fit.timings, "total": seconds})
+        timings=dict(fit.timings))
