@@ -50,23 +50,30 @@ fails says so. The recipe, less torch and the GPU, was run in a Python 3.12
 environment holding the image's other packages: every row but
 neural-admixture's worked.)
 
-``--biobank`` (issue 20's GPU setting; NOT YET RUN: no device machine was
-lent to the session that wrote it): admixspec's default end to end
+``--biobank`` (issue 20's GPU setting; run on an H100 at ``e75eacd``, results
+in docs/gpu.md): admixspec's default end to end
 (``admixspec run --device cuda --memory 1024``: the .bed is streamed, the
 reference fit in memory, the rest on the GPU from the file's own bytes) and
 ADAMIXTURE 1.8.8 (``--device gpu --tol 1e-4``) on one Balding-Nichols .bed of
 10,000 x 500,000, K = 5 (1.25 GB, written block by block, never whole in
 memory), each row with wall time, CPU time, peak resident memory (the
 child's getrusage), the GPU's peak memory in use (nvidia-smi every 0.2 s),
-log-likelihood and Q error. It first prints admixspec's host memory by part
-as computed (host_memory_model), not measured. Checked on a CPU at a toy
-size (the GPU rows then fail with their one-line error):
+log-likelihood (on the GPU engine when there is one) and Q error; each run's
+output, timestamped line by line, goes to ``WORKDIR/<tool>.stderr``. It
+first prints admixspec's host memory by part as computed
+(host_memory_model), not measured. Checked on a CPU at a toy size:
   .venv/bin/python benchmarks/gpu_speed.py --biobank --n-individuals 200 \
       --n-snps 2000 --device cpu --skip adamixture
-On a device machine, with admixspec's and ADAMIXTURE's wheels (and their
-pure-Python dependencies) in .whl as above, one call of up to 600 s:
-  python3 benchmarks/gpu_speed.py --biobank --threads 16 --timeout 280 \
-      --warm-up 2>&1 | tee $OUT/gpu_speed_biobank.log
+On a device machine, with admixspec's dependencies missing from the image
+(bed-reader) and ADAMIXTURE's wheels (adamixture, configargparse, pgenlib,
+zstandard) in .whl, the repository on PYTHONPATH:
+  python3 benchmarks/gpu_speed.py --biobank --threads 16 --timeout 200 \
+      --warm-up --workdir /tmp/bb 2>&1 | tee $OUT/biobank.log
+(420 s at most; 106 s of it admixspec's run, 11 s writing the file). ADAMIXTURE's
+first run on a fresh machine compiles its CUDA extensions (182 s on the H100)
+and outlasted the 200 s; its row came from a second call on the still-warm
+machine (the file and the compiled extensions kept), ``--skip admixspec
+--timeout 300``, 44 s.
 """
 
 from __future__ import annotations
