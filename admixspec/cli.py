@@ -467,10 +467,10 @@ def _add_projection_arguments(group) -> None:
         "--reference-size", type=_positive_int, default=None, metavar="N",
         help="fit Q and P on N individuals drawn at random (seeded by --seed; their IDs "
         "go to PREFIX.K.ref), then project every other individual onto that P, in "
-        "chunks (default: everyone up to 5000 individuals; above, 5000 for the "
-        "spectral stage, whose moments are N x N, and a maximum-likelihood estimate "
-        "then refitted on everyone, unless streamed from disk on the CPU; give N >= "
-        "the cohort size to fit everyone from the start)",
+        "chunks (default: everyone, unless the spectral stage runs on more than "
+        "5000 individuals: it then runs on 5000, whose moments are N x N, and a "
+        "maximum-likelihood estimate is refitted on everyone, except when streamed "
+        "from disk on the CPU)",
     )
 
 

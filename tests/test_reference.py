@@ -140,12 +140,13 @@ class TestJointFit:
     def test_default_reference__ml_ends_at_everyones_maximum_likelihood(
         self, small_fixture, default_reference_100
     ):
-        G = small_fixture.genotypes
-        joint = fit_admixture(G, 2, method="ml", seed=1)
-        projected = fit_admixture(G, 2, method="ml", seed=1, reference_size=100)
+        # refine=True: the spectral stage runs on the reference, ML follows
+        G, options = small_fixture.genotypes, {"seed": 1, "refine": True}
+        joint = fit_admixture(G, 2, **options)
+        projected = fit_admixture(G, 2, reference_size=100, **options)
         everyone = fit_admixture(G, 2, method="ml", seed=1, reference_size=300)
-        assert joint.path == "ml-svd+projection+joint"
-        assert projected.path == "ml-svd+projection"
+        assert joint.path == "spectral+ml+projection+joint"
+        assert projected.path == "spectral+ml+projection"
         assert joint.reference.tolist() == projected.reference.tolist()
         # the joint fit starts where reference + projection ends, and climbs
         # to the optimum a fit of everyone from the start reaches
@@ -160,6 +161,19 @@ class TestJointFit:
         assert joint.log_lines[-1] == f"Loglikelihood: {joint.loglik:.6f}"
         assert sum(line.startswith("Loglikelihood:") for line in joint.log_lines) == 1
         assert not joint.diagnostics["reference"]["projection_corrected"]
+
+    @pytest.mark.parametrize("options", [{"method": "ml"}, {}])
+    def test_default_reference__no_spectral_stage_fits_everyone_from_the_start(
+        self, small_fixture, default_reference_100, options
+    ):
+        # plain ML, and the default on data without rare alleles (Balding-Nichols:
+        # its spectral stage is skipped), need no reference: everyone is fitted
+        # as a cohort within the reference size would be
+        G = small_fixture.genotypes
+        result = fit_admixture(G, 2, seed=1, **options)
+        alone = fit_admixture(G, 2, seed=1, reference_size=300, **options)
+        assert result.path == "ml-svd" and result.reference is None
+        np.testing.assert_array_equal(result.Q, alone.Q)
 
     def test_default_reference__a_spectral_estimate_stays_projected(
         self, small_fixture, default_reference_100

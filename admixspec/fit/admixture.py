@@ -7,11 +7,12 @@ input's size and wherever it lives:
   by the estimator ``method`` names (:func:`admixspec.fit.pipeline.fit_in_memory`);
 * a larger cohort in memory is fitted on a random reference of
   ``reference_size`` individuals and everyone else is projected
-  (:func:`admixspec.fit.reference.fit_with_reference`); without a
-  ``reference_size`` given, a maximum-likelihood estimate then ends with
-  maximum likelihood on everyone from that start (the cohort's estimate, as
-  ADMIXTURE's: the reference serves the spectral stage, whose moments grow
-  with the square of the individuals);
+  (:func:`admixspec.fit.reference.fit_with_reference`). Without a
+  ``reference_size`` given, the reference serves the spectral stage, whose
+  moments grow with the square of the individuals: a fit that never runs it
+  (plain ML, the default on data without rare alleles) fits everyone, and a
+  maximum-likelihood estimate after it ends with maximum likelihood on
+  everyone (the cohort's estimate, as ADMIXTURE's);
 * genotypes left on disk (:func:`admixspec.io.reader.open_genotypes` streams
   what exceeds the memory budget) get the same reference fit on the SNPs that
   fit in memory, then streamed passes (:func:`admixspec.fit.reference.fit_streamed`);
@@ -44,6 +45,8 @@ from ..core.exceptions import UsageError
 from ..core.filters import check_K
 from ..core.validation import Dosage, Interval, Options, validate_params
 from ..spectral.estimate import DEFAULT_WINDOWS
+from .choice import premise_absent
+from .default import rare_allele_share
 from .monomorphic import complete_snps, monomorphic_snps
 from .pipeline import FitOptions, add_extras, fit_in_memory
 from .reference import (
@@ -98,6 +101,22 @@ def _check_streamed(options: FitOptions) -> None:
     if wanted:
         raise UsageError(f"{', '.join(wanted)}: not available when the genotypes are "
                          "streamed from disk; raise --memory")
+
+
+def _needs_no_spectral_stage(options: FitOptions, counts) -> bool:
+    """Whether a fit in memory never runs the spectral stage, so needs no reference.
+
+    The default's reference exists for the spectral stage, whose moments grow
+    with the square of the individuals. Plain maximum likelihood never runs
+    it, and neither does the default where the cohort's allele counts rule
+    out its premise (:func:`admixspec.fit.choice.premise_absent`): both then
+    fit everyone from the start, as ADMIXTURE does, rather than a reference,
+    its projection and then everyone.
+    """
+    if options.method == "ml":
+        return True
+    return (options.method == "spectral" and options.refine == "auto"
+            and premise_absent(rare_allele_share(None, counts=counts)) is not None)
 
 
 @validate_params({
@@ -208,13 +227,16 @@ def fit_admixture(
         Cohorts of more individuals are fitted on a random reference of this
         many (seeded by ``seed``; ``AdmixtureResult.reference`` holds its
         rows) and everyone else is projected onto its P (``--reference-size``;
-        :mod:`admixspec.fit.reference`); at least 2. Default: a reference of
+        :mod:`admixspec.fit.reference`); at least 2. Default: everyone where
+        the fit runs no spectral stage (plain ML; the default where the
+        cohort's allele counts rule its premise out), else a reference of
         :data:`~admixspec.fit.reference.DEFAULT_REFERENCE_SIZE` (5,000) for
         the spectral stage and the choice, and, when the estimate is maximum
         likelihood, maximum likelihood on everyone from the reference's P and
-        the projected Q (path ``+joint``; in memory, or streamed on a GPU, which
-        holds everyone's genotypes: streamed on the CPU it would read the
-        file once per iteration, and stays reference + projection).
+        the projected Q (path ``+joint``). Streamed from disk the reference is
+        always fitted (its start needs the genotypes in memory); the joint fit
+        follows on a GPU, which holds everyone's genotypes, and not on the
+        CPU, where it would read the file once per iteration.
         Projection and supervised fits use everyone, and take none.
     chunk_size : int
         Individuals projected at once onto a reference's P.
@@ -304,6 +326,7 @@ def fit_admixture(
     joint = reference_size is None
     reference_size = reference_size or DEFAULT_REFERENCE_SIZE
 
+    whole = everyone or n_individuals <= reference_size
     if streamed:
         _check_streamed(options)
         mask = None  # the streamed filters drop monomorphic SNPs as they read
@@ -312,13 +335,14 @@ def fit_admixture(
     else:
         mask, counts = monomorphic_snps(genotypes)
         mask = mask if mask.any() else None
+        whole = whole or (joint and _needs_no_spectral_stage(options, counts))
     fitted = genotypes if mask is None else np.ascontiguousarray(genotypes[:, ~mask])
 
     def fit_one(options: FitOptions) -> AdmixtureResult:
         if streamed:
             result = fit_streamed(fitted, K, reference_size=reference_size,
                                   chunk_size=chunk_size, options=options, joint=joint)
-        elif everyone or n_individuals <= reference_size:
+        elif whole:
             result = fit_in_memory(fitted, K, options)
         else:
             result = fit_with_reference(fitted, K, reference_size=reference_size,
