@@ -89,18 +89,23 @@ class TestUsageErrors:
 class TestOnePath:
     """``run`` is one :func:`admixspec.fit_admixture` call per K, at every size."""
 
-    @pytest.mark.slow  # two 5,000-individual spectral fits: 1-2 minutes
+    @pytest.mark.slow  # each case fits 6,000 individuals twice: 1-2 minutes
+    @pytest.mark.parametrize(("flags", "options", "path", "reference"), [
+        # the spectral stage runs on a reference of 5,000, the other 1,000 projected
+        (["--no-refine"], {"refine": False}, "spectral+projection", 5000),
+        # Balding-Nichols data lack rare alleles: no spectral stage, everyone fitted
+        ([], {}, "ml-svd", None),
+    ])
     def test_above_the_default_reference_size__run_writes_fit_admixtures_bytes(
-            self, tmp_path):
-        # 6,000 individuals: more than the default reference of 5,000, so both
-        # fit a reference and project the other 1,000
+            self, tmp_path, flags, options, path, reference):
         sim = simulate_balding_nichols(6000, 300, 2, fst=0.2, alpha=0.5, seed=5)
         write_plink(tmp_path / "cohort", sim.genotypes)
         bed = str(tmp_path / "cohort.bed")
         out = tmp_path / "run"
-        assert main(["run", bed, "-K", "2", "--seed", "3", "-j", "1", "-q",
+        assert main(["run", bed, "-K", "2", "--seed", "3", "-j", "1", "-q", *flags,
                      "--out", str(out)]) == 0
-        result = fit_admixture(read_genotypes(bed), 2, seed=3, threads=1)
-        assert result.path.endswith("+projection") and len(result.reference) == 5000
+        result = fit_admixture(read_genotypes(bed), 2, seed=3, threads=1, **options)
+        assert result.path == path
+        assert (None if result.reference is None else len(result.reference)) == reference
         assert Path(f"{out}.2.Q").read_text() == format_matrix(result.Q, "Q")
         assert Path(f"{out}.2.P").read_text() == format_matrix(result.P, "P")
