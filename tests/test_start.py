@@ -153,3 +153,28 @@ class TestSubspaceStarts:
         ((Q, P),) = subspace_starts(G, 1, 3, seed=0)
         np.testing.assert_allclose(Q, 1.0)
         np.testing.assert_allclose(P[:, 0], np.clip(allele_frequencies(G), P_MIN, P_MAX))
+
+
+class TestCentredBlock:
+    """The randomized SVD's blocks: one numba pass, NumPy's float32 bits."""
+
+    @pytest.mark.parametrize("scaled", [False, True])
+    def test_centred_block__same_bits_as_the_numpy_formula(self, scaled):
+        from admixspec.ml.initial import _CHUNK, _centred_block
+
+        rng = np.random.default_rng(7)
+        G = rng.integers(-1, 3, size=(37, _CHUNK + 300)).astype(np.int8)
+        f = rng.uniform(0.0, 1.0, G.shape[1])
+        scale = rng.uniform(0.5, 3.0, G.shape[1]) if scaled else None
+        for j0 in (0, _CHUNK):  # a full block, then the short last one
+            block = G[:, j0 : j0 + _CHUNK]
+            # the formula the kernel replaced, in NumPy's float32 steps
+            expected = block.astype(np.float32)
+            expected *= 0.5
+            expected -= f[j0 : j0 + _CHUNK].astype(np.float32)
+            expected[block < 0] = 0.0
+            if scaled:
+                expected *= scale[j0 : j0 + _CHUNK].astype(np.float32)
+            X = _centred_block(G, f, j0, scale)
+            assert X.dtype == np.float32 and X.flags.c_contiguous
+            np.testing.assert_array_equal(X.view(np.int32), expected.view(np.int32))

@@ -12,24 +12,31 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.parameters import P_MAX, P_MIN, clip_proportions
+from ._kernels.centring import centre_block
 
 __all__ = ["random_init"]
 
 _CHUNK = 4096
+# centre_block's "no per-SNP factors"
+_NO_SCALE = np.empty(0, dtype=np.float32)
 
 
-def _centred_block(G, f, j0, scale=None):
+def _centred_block(G, f, j0, scale=None, buffers=None):
     """float32 block of G/2 - f with missing entries set to 0 (the mean).
 
     With ``scale`` (n_snps,), column j is multiplied by ``scale[j]``.
+    ``buffers`` (a dict by block width) keeps the blocks' arrays from one call
+    to the next: the array returned is overwritten by the next call of the
+    same width, and the pages of a fresh array cost as much as filling it.
     """
     block = G[:, j0 : j0 + _CHUNK]
-    X = block.astype(np.float32)
-    X *= 0.5
-    X -= f[j0 : j0 + _CHUNK].astype(np.float32)
-    X[block < 0] = 0.0
-    if scale is not None:
-        X *= scale[j0 : j0 + _CHUNK].astype(np.float32)
+    columns = slice(j0, j0 + block.shape[1])
+    factors = _NO_SCALE if scale is None else scale[columns].astype(np.float32)
+    buffers = {} if buffers is None else buffers
+    X = buffers.get(block.shape[1])
+    if X is None:
+        X = buffers[block.shape[1]] = np.empty(block.shape, dtype=np.float32)
+    centre_block(block, f[columns].astype(np.float32), factors, X)
     return X
 
 
@@ -37,9 +44,10 @@ def _randomized_svd(G, f, rank, *, n_power, rng, scale=None):
     """Top singular triplets of X = (G/2 - f) diag(scale) (streamed over SNPs)."""
     m, n = G.shape
     width = min(rank + 10, m, n)
+    buffers: dict = {}  # each block is used up before the next is made
     Y = np.zeros((m, width), dtype=np.float32)
     for j0 in range(0, n, _CHUNK):
-        X = _centred_block(G, f, j0, scale)
+        X = _centred_block(G, f, j0, scale, buffers)
         Omega = rng.standard_normal((X.shape[1], width)).astype(np.float32)
         Y += X @ Omega
     Qy, _ = np.linalg.qr(Y.astype(np.float64))
@@ -48,7 +56,7 @@ def _randomized_svd(G, f, rank, *, n_power, rng, scale=None):
         Y = np.zeros((m, Qy.shape[1]), dtype=np.float64)
         Qy32 = Qy.astype(np.float32)
         for j0 in range(0, n, _CHUNK):
-            X = _centred_block(G, f, j0, scale)
+            X = _centred_block(G, f, j0, scale, buffers)
             Zb = X.T @ Qy32
             Z[j0 : j0 + X.shape[1]] = Zb
             Y += X @ Zb
@@ -56,7 +64,7 @@ def _randomized_svd(G, f, rank, *, n_power, rng, scale=None):
     Z = np.empty((n, Qy.shape[1]))
     Qy32 = Qy.astype(np.float32)
     for j0 in range(0, n, _CHUNK):
-        X = _centred_block(G, f, j0, scale)
+        X = _centred_block(G, f, j0, scale, buffers)
         Z[j0 : j0 + X.shape[1]] = X.T @ Qy32
     # X ~ Qy Z^T;  Z = Uz S Vz^T  =>  X ~ (Qy Vz) S Uz^T
     Uz, S, Vzt = np.linalg.svd(Z, full_matrices=False)
