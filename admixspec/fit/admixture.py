@@ -326,7 +326,7 @@ def fit_admixture(
     joint = reference_size is None
     reference_size = reference_size or DEFAULT_REFERENCE_SIZE
 
-    whole = everyone or n_individuals <= reference_size
+    counts = None
     if streamed:
         _check_streamed(options)
         mask = None  # the streamed filters drop monomorphic SNPs as they read
@@ -335,14 +335,15 @@ def fit_admixture(
     else:
         mask, counts = monomorphic_snps(genotypes)
         mask = mask if mask.any() else None
-        whole = whole or (joint and _needs_no_spectral_stage(options, counts))
     fitted = genotypes if mask is None else np.ascontiguousarray(genotypes[:, ~mask])
 
     def fit_one(options: FitOptions) -> AdmixtureResult:
         if streamed:
             result = fit_streamed(fitted, K, reference_size=reference_size,
                                   chunk_size=chunk_size, options=options, joint=joint)
-        elif whole:
+        # asked per fit: the runs after the first (runs > 1) are plain ML
+        elif (everyone or n_individuals <= reference_size
+              or (joint and _needs_no_spectral_stage(options, counts))):
             result = fit_in_memory(fitted, K, options)
         else:
             result = fit_with_reference(fitted, K, reference_size=reference_size,
