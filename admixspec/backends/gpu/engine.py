@@ -37,11 +37,6 @@ _MIN_CHUNK = 32
 _MAX_GRID_Y = 65_535
 
 
-def _launch(kernel, n_threads: int, n_chunks: int, *args):
-    """``kernel`` on ``n_threads`` threads times ``n_chunks`` chunks (:func:`launch`)."""
-    launch(kernel, n_threads, *args, n_chunks=n_chunks)
-
-
 def _chunks(total: int, size: int) -> int:
     """Chunks of ``size`` rows that cover ``total`` rows (at least one)."""
     return max(1, -(-total // size))
@@ -92,8 +87,8 @@ class CudaBlockNewton(BlockNewton):
             self.sweeps += 1
         n_chunks = _chunks(eng.n, eng.cols)
         stats = zeros((n_chunks, eng.m, eng.K + len(self.tri_r)))
-        _launch(eng.kernels.q_stats, eng.m, n_chunks,
-                eng.d_GT, d_Q, d_P_new, *eng.d_tri, eng.cols, stats)
+        launch(eng.kernels.q_stats, eng.m, eng.d_GT, d_Q, d_P_new, *eng.d_tri, eng.cols,
+               stats, n_chunks=n_chunks)
         stats = sum_chunks(stats)
         self.sweeps += 1
         eng.passes += 1
@@ -106,14 +101,14 @@ class CudaBlockNewton(BlockNewton):
         c = _chunks(eng.m, eng.rows)
         gP, A, HP = zeros((c, n, K)), zeros((c, n, K)), zeros((c, n, len(self.tri_r)))
         ll_old = zeros((c, n))
-        _launch(eng.kernels.p_stats, n, c,
-                eng.d_G, d_Q, d_P, *eng.d_tri, eng.rows, gP, HP, A, ll_old)
+        launch(eng.kernels.p_stats, n, eng.d_G, d_Q, d_P, *eng.d_tri, eng.rows, gP, HP,
+               A, ll_old, n_chunks=c)
         gP, A, HP, ll_old = (sum_chunks(x) for x in (gP, A, HP, ll_old))
         d_P_new = cuda.device_array((n, K))
-        _launch(eng.kernels.p_newton, n, 1, d_P, gP, HP, *eng.d_tri, d_P_new)
+        launch(eng.kernels.p_newton, n, d_P, gP, HP, *eng.d_tri, d_P_new)
         ll_new = eng.snp_logliks(d_Q, d_P_new)
         n_bad = zeros(1, dtype=np.int64)
-        _launch(eng.kernels.p_fallback, n, 1, d_P, gP, A, ll_old, ll_new, d_P_new, n_bad)
+        launch(eng.kernels.p_fallback, n, d_P, gP, A, ll_old, ll_new, d_P_new, n_bad)
         self.em_rows += int(n_bad.copy_to_host()[0])
         self.sweeps += 2
         return d_P_new, float(ll_old.copy_to_host().sum())
@@ -186,7 +181,8 @@ class CudaEngine(Engine):
         """Device array (n_snps,) of each SNP's log-likelihood at device (Q, P)."""
         c = _chunks(self.m, self.rows)
         ll = zeros((c, self.n))
-        _launch(self.kernels.snp_loglik, self.n, c, self.d_G, d_Q, d_P, self.rows, ll)
+        launch(self.kernels.snp_loglik, self.n, self.d_G, d_Q, d_P, self.rows, ll,
+               n_chunks=c)
         return sum_chunks(ll)
 
     def loglik(self, Q, P) -> float:
@@ -212,8 +208,8 @@ class CudaEngine(Engine):
             c = _chunks(self.m, self.rows)
             A, B = zeros((c, self.n, self.K)), zeros((c, self.n, self.K))
             ll_snp = zeros((c, self.n))
-            _launch(self.kernels.snp_em, n_cols, c,
-                    self.d_G, d_Q, d_P, d_cols, self.rows, A, B, ll_snp, want_ll)
+            launch(self.kernels.snp_em, n_cols, self.d_G, d_Q, d_P, d_cols, self.rows, A,
+                   B, ll_snp, want_ll, n_chunks=c)
             A, B, ll_snp = sum_chunks(A), sum_chunks(B), sum_chunks(ll_snp)
             if want_ll:
                 ll = float(ll_snp.copy_to_host().sum())
@@ -221,7 +217,7 @@ class CudaEngine(Engine):
                 # rows outside cols keep P: copied on the device, not sent again
                 d_P_new = cuda.device_array_like(d_P)
                 d_P_new.copy_to_device(d_P)
-                _launch(self.kernels.p_em, n_cols, 1, d_P, A, B, d_cols, d_P_new)
+                launch(self.kernels.p_em, n_cols, d_P, A, B, d_cols, d_P_new)
                 P_new = d_P_new.copy_to_host()
         self.passes += 1 if blocks is None else len(blocks) / self.n_blocks
         Q_new = Q
@@ -233,8 +229,8 @@ class CudaEngine(Engine):
         """The EM update of Q from the swept SNPs (the CPU engine's formula)."""
         c = _chunks(d_cols.shape[0], self.cols)
         acc, obs = zeros((c, self.m, self.K)), zeros((c, self.m))
-        _launch(self.kernels.ind_em, self.m, c,
-                self.d_GT, d_Q, d_P, d_cols, self.cols, acc, obs)
+        launch(self.kernels.ind_em, self.m, self.d_GT, d_Q, d_P, d_cols, self.cols, acc,
+               obs, n_chunks=c)
         acc, obs = sum_chunks(acc), sum_chunks(obs)
         acc = acc.copy_to_host()
         obs = obs.copy_to_host() if partial else self.n_obs

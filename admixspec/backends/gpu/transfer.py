@@ -71,7 +71,7 @@ def _fill_from_bed(source, d_GT, d_G):
             part = d_raw[: len(raw)]
             part.copy_to_device(raw)
             launch(bed_rows, len(picks) * width, part, cuda.to_device(picks), d_rows,
-                       d_codes, d_GT, start + done)
+                   d_codes, d_GT, start + done)
         _transpose(d_GT, d_G, start, stop)
 
 
