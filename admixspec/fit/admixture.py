@@ -103,7 +103,7 @@ def _check_streamed(options: FitOptions) -> None:
                          "streamed from disk; raise --memory")
 
 
-def _needs_no_spectral_stage(options: FitOptions, counts) -> bool:
+def _needs_no_spectral_stage(options: FitOptions, genotypes, counts) -> bool:
     """Whether a fit in memory never runs the spectral stage, so needs no reference.
 
     The default's reference exists for the spectral stage, whose moments grow
@@ -111,12 +111,13 @@ def _needs_no_spectral_stage(options: FitOptions, counts) -> bool:
     it, and neither does the default where the cohort's allele counts rule
     out its premise (:func:`admixspec.fit.choice.premise_absent`): both then
     fit everyone from the start, as ADMIXTURE does, rather than a reference,
-    its projection and then everyone.
+    its projection and then everyone. ``counts`` are ``genotypes``' allele
+    counts (:func:`admixspec.fit.monomorphic.monomorphic_snps`'), not counted again.
     """
     if options.method == "ml":
         return True
     return (options.method == "spectral" and options.refine == "auto"
-            and premise_absent(rare_allele_share(None, counts=counts)) is not None)
+            and premise_absent(rare_allele_share(genotypes, counts=counts)) is not None)
 
 
 @validate_params({
@@ -343,7 +344,7 @@ def fit_admixture(
                                   chunk_size=chunk_size, options=options, joint=joint)
         # asked per fit: the runs after the first (runs > 1) are plain ML
         elif (everyone or n_individuals <= reference_size
-              or (joint and _needs_no_spectral_stage(options, counts))):
+              or (joint and _needs_no_spectral_stage(options, genotypes, counts))):
             result = fit_in_memory(fitted, K, options)
         else:
             result = fit_with_reference(fitted, K, reference_size=reference_size,

@@ -266,16 +266,29 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
 
 
 def _with_joint(result: AdmixtureResult, genotypes, options: FitOptions):
-    """``result`` refined by maximum likelihood on everyone (:func:`_joint_ml`).
+    """``result`` refined by maximum likelihood on everyone, from its Q and P.
 
-    Its Q, P, log-likelihood, iterations and convergence become the joint
-    fit's, ``path`` gains ``+joint``, the log the joint fit's iterations
-    (before the last line, everyone's "Loglikelihood:", which is replaced) and
-    the JSON ``diagnostics["joint"]`` and ``timings["joint"]``.
+    ``genotypes`` is the dosage in memory or a streamed source (on a GPU,
+    whose engine copies it to the device once). Q, P, log-likelihood,
+    iterations and convergence become the joint fit's, ``path`` gains
+    ``+joint``, the log the joint fit's iterations (before the last line,
+    everyone's "Loglikelihood:", which is replaced) and the JSON
+    ``diagnostics["joint"]`` and ``timings["joint"]``.
     """
     start = time.perf_counter()
-    refined, joint_lines = _joint_ml(genotypes, result.Q, result.P, options)
-    lines = [*result.log_lines[:-1], *joint_lines,
+    m, K = result.Q.shape
+    logger.info("maximum likelihood on all %d individuals, from the reference's P and "
+                "the projected Q", m)
+    history: list = []
+    with thread_limit(options.threads):
+        refined = _ml_from(make_engine(genotypes, K), result.Q, result.P,
+                           tol=options.tol, max_iter=options.max_iter,
+                           seed=options.seed, callback=history.append)
+    lines = [*result.log_lines[:-1],
+             f"Joint maximum likelihood on all {m} individuals, from the reference's P "
+             "and the projected Q:",
+             *(format_iteration(info) for info in history),
+             _convergence_line(refined.n_iter, refined.converged),
              f"Loglikelihood: {refined.loglik:.6f}"]
     diagnostics = {**result.diagnostics, "joint": {"n_iter": int(refined.n_iter),
                                                    "converged": bool(refined.converged)}}
@@ -284,27 +297,6 @@ def _with_joint(result: AdmixtureResult, genotypes, options: FitOptions):
         n_iter=refined.n_iter, converged=refined.converged, path=f"{result.path}+joint",
         diagnostics=diagnostics, log_lines=lines,
         timings={**result.timings, "joint": time.perf_counter() - start})
-
-
-def _joint_ml(genotypes, Q, P, options: FitOptions):
-    """Maximum likelihood on everyone from ``(Q, P)``: the fit and its log lines.
-
-    ``genotypes`` is the dosage in memory or a streamed source (on a GPU,
-    whose engine copies it to the device once).
-    """
-    m = Q.shape[0]
-    logger.info("maximum likelihood on all %d individuals, from the reference's P and "
-                "the projected Q", m)
-    history: list = []
-    with thread_limit(options.threads):
-        refined = _ml_from(make_engine(genotypes, Q.shape[1]), Q, P, tol=options.tol,
-                           max_iter=options.max_iter, seed=options.seed,
-                           callback=history.append)
-    lines = [f"Joint maximum likelihood on all {m} individuals, from the reference's P "
-             "and the projected Q:"]
-    lines += [format_iteration(info) for info in history]
-    lines.append(_convergence_line(refined.n_iter, refined.converged))
-    return refined, lines
 
 
 def _ml_from(engine, Q, P, *, tol, max_iter, seed, callback=None):
