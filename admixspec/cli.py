@@ -612,7 +612,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     from .fit.admixture import fit_admixture
     from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_dosage
     from .io.common import write_all_or_none
-    from .spectral.estimate import k_hint
+    from .spectral.estimate import HINT_INDIVIDUALS, k_hint
 
     Ks = sorted(set(_flat(args.K)))
     genotypes = _read_for_run(args)
@@ -633,8 +633,10 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     everyone = args.project is not None or args.supervised is not None
     fitted = genotypes.n_individuals if everyone else (
         args.reference_size or DEFAULT_REFERENCE_SIZE)
-    # the hint's moments are individuals x individuals: the reference's only
-    hint = k_hint(reference_dosage(genotypes, fitted, seed=args.seed), seed=args.seed)
+    # the hint's moments are individuals x individuals: a sample of the
+    # reference's, so that a file left on disk is read for no more of them
+    hint = k_hint(reference_dosage(genotypes, min(fitted, HINT_INDIVIDUALS),
+                                   seed=args.seed), seed=args.seed)
     logger.info("Spectral K hint: %s", hint.describe())
     provenance = {"command": command_line(args._argv), "seed": args.seed,
                   "source": args.input, "k_hint": hint}

@@ -218,6 +218,21 @@ class TestKHint:
         dosage = rng.binomial(2, p, size=(80, 5000)).astype(np.int8)
         assert k_hint(dosage, seed=0).K == 1
 
+    def test_k_hint__a_large_cohort_is_sampled_and_keeps_its_K(self):
+        from admixspec import simulate_balding_nichols
+
+        sim = simulate_balding_nichols(400, 8_000, 3, fst=0.1, alpha=0.5, seed=4)
+        hint = k_hint(sim.genotypes.dosage, seed=0, max_individuals=150)
+        assert hint.n_individuals == 150 and hint.K == 3
+        assert "8000 SNPs and 150 individuals" in hint.describe()
+
+    def test_k_hint__a_cohort_within_the_cap_gives_the_same_hint(self):
+        dosage = _simulate("private", m=40, n=3000, K=2, seed=1)[0]
+        a = k_hint(dosage, seed=5)
+        b = k_hint(dosage, seed=5, max_individuals=40)
+        assert a.n_individuals == 40
+        assert np.array_equal(a.eigenvalues, b.eigenvalues)
+
     def test_k_hint__same_seed_same_hint(self):
         dosage = _simulate("private", m=40, n=3000, K=2, seed=1)[0]
         a, b = k_hint(dosage, seed=5), k_hint(dosage, seed=5)

@@ -45,7 +45,7 @@ def genotype_summary(genotypes: Genotypes, *, with_k_hint: bool = False,
         ``individuals_removed``, ``removed`` (per filter), the missing
         fractions (overall, largest per individual and per SNP), ``ploidy``,
         ``counted_allele`` and, with ``with_k_hint``, ``k_hint`` (``K``,
-        ``eigenvalues``, ``ratios``, ``snps``, ``description``);
+        ``eigenvalues``, ``ratios``, ``snps``, ``individuals``, ``description``);
         :func:`summary_lines` puts it in words.
 
     Examples
@@ -88,7 +88,7 @@ def genotype_summary(genotypes: Genotypes, *, with_k_hint: bool = False,
         summary["k_hint"] = {
             "K": hint.K, "eigenvalues": hint.eigenvalues.tolist(),
             "ratios": hint.ratios.tolist(), "snps": hint.n_snps,
-            "description": hint.describe(),
+            "individuals": hint.n_individuals, "description": hint.describe(),
         }
     return summary
 

@@ -627,12 +627,16 @@ class KHint:
         ``lambda_k / lambda_{k+1}`` for ``k = 2 .. k_max``.
     n_snps : int
         SNPs the moment was computed from.
+    n_individuals : int
+        Individuals it was computed from (at most ``max_individuals`` of
+        :func:`k_hint`).
     """
 
     K: int
     eigenvalues: np.ndarray
     ratios: np.ndarray
     n_snps: int
+    n_individuals: int
 
     def describe(self) -> str:
         """A log line, e.g. ``K = 3 (eigenvalue ratios k=2: 1.9, k=3: 8.1, ...)``."""
@@ -640,11 +644,23 @@ class KHint:
                           for k, r in enumerate(self.ratios[:6], start=2))
         return (
             f"K = {self.K} (largest eigenvalue gap of the denoised M2 over "
-            f"{self.n_snps} SNPs; lambda_k/lambda_k+1 {shown or 'n/a'})"
+            f"{self.n_snps} SNPs and {self.n_individuals} individuals; "
+            f"lambda_k/lambda_k+1 {shown or 'n/a'})"
         )
 
 
-def k_hint(dosage, *, k_max=10, max_snps=20_000, min_ratio=1.5, seed=None) -> KHint:
+#: Individuals the K hint's moment is computed on at most (a random sample
+#: beyond). Its cost grows as individuals squared: on a 10,000 x 50,000
+#: Balding-Nichols cohort (K = 5, 2 threads) the hint took 34.7 s on the
+#: default reference's 5,000 and 1.3-1.9 s on 1,000, with the same K and a
+#: gap of 21 instead of 43 (docs/benchmarks.md). A population below about 1%
+#: of a larger cohort may leave no gap in the sample: the hint picks a range
+#: for ``--cv``, it does not test K.
+HINT_INDIVIDUALS = 1_000
+
+
+def k_hint(dosage, *, k_max=10, max_snps=20_000, max_individuals=HINT_INDIVIDUALS,
+           min_ratio=1.5, seed=None) -> KHint:
     """Suggest K from the eigenvalue gap of the diagonal-completed second moment.
 
     With ``x = g/2`` the population second moment ``E[x x^T] = Q E[p p^T] Q^T``
@@ -664,6 +680,9 @@ def k_hint(dosage, *, k_max=10, max_snps=20_000, min_ratio=1.5, seed=None) -> KH
         Largest K considered (capped at ``m - 2``).
     max_snps : int
         SNPs drawn at random for the moment (all when fewer).
+    max_individuals : int
+        Individuals drawn at random for the moment (all when fewer; default
+        :data:`HINT_INDIVIDUALS`).
     min_ratio : float
         Smallest eigenvalue ratio counted as a gap.
     seed : int, optional
@@ -681,11 +700,15 @@ def k_hint(dosage, *, k_max=10, max_snps=20_000, min_ratio=1.5, seed=None) -> KH
     3
     """
     m, n = dosage.shape
-    k_max = min(int(k_max), m - 2)
     rng = np.random.default_rng(seed)
     snps = np.sort(rng.choice(n, size=min(n, max_snps), replace=False))
+    n_used = len(snps)
+    if m > max_individuals:  # drawn after the SNPs: smaller cohorts keep their hint
+        rows = np.sort(rng.choice(m, size=int(max_individuals), replace=False))
+        dosage, snps, m = dosage[np.ix_(rows, snps)], None, len(rows)
+    k_max = min(int(k_max), m - 2)
     if k_max < 2:  # too few individuals for a gap
-        return KHint(1, np.ones(1), np.empty(0), len(snps))
+        return KHint(1, np.ones(1), np.empty(0), n_used, m)
     second = second_moments(frequency_blocks(dosage, snps=snps)).M2
     completed, _ = complete_diagonal(second, k_max)
     values = np.linalg.eigvalsh(completed)[::-1][: k_max + 1]
@@ -694,4 +717,4 @@ def k_hint(dosage, *, k_max=10, max_snps=20_000, min_ratio=1.5, seed=None) -> KH
     ratios = values[1:k_max] / np.maximum(values[2 : k_max + 1], floor)
     best = int(np.argmax(ratios))
     K = best + 2 if ratios[best] >= min_ratio else 1
-    return KHint(K, values, ratios, len(snps))
+    return KHint(K, values, ratios, n_used, m)

@@ -1,0 +1,49 @@
+"""Time and answer of the run's spectral K hint against its individual cap (issue 20).
+
+``admixspec run`` computes :func:`admixspec.spectral.estimate.k_hint` before its
+first fit, on a sample of the cohort: its moment is individuals x individuals, so
+its cost grows as their square. Simulates a Balding-Nichols cohort in memory
+(default 10,000 x 50,000, K = 5, F_ST 0.1, Dirichlet(0.5), seed 12, as
+``start_speed.py``) and, for each ``--caps`` value and seed, times the hint on
+that many individuals drawn as the run draws them
+(:func:`admixspec.fit.reference.reference_dosage`). Prints one JSON line per hint:
+
+  NUMBA_NUM_THREADS=2 OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \\
+      python benchmarks/k_hint_speed.py --caps 1000 2000 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from admixspec import simulate_balding_nichols
+from admixspec.fit.reference import reference_dosage
+from admixspec.spectral.estimate import k_hint
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--individuals", type=int, default=10_000)
+    ap.add_argument("--snps", type=int, default=50_000)
+    ap.add_argument("-K", type=int, default=5)
+    ap.add_argument("--caps", type=int, nargs="+", default=[1000, 2000, 5000])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    args = ap.parse_args(argv)
+    genotypes = simulate_balding_nichols(args.individuals, args.snps, args.K,
+                                         fst=0.1, alpha=0.5, seed=12).genotypes
+    for cap in args.caps:
+        for seed in args.seeds:
+            wall, cpu = time.perf_counter(), time.process_time()
+            hint = k_hint(reference_dosage(genotypes, cap, seed=seed), seed=seed,
+                          max_individuals=cap)
+            print(json.dumps({
+                "individuals": hint.n_individuals, "seed": seed, "K": hint.K,
+                "gap": round(float(hint.ratios.max()), 2),
+                "wall": round(time.perf_counter() - wall, 2),
+                "cpu": round(time.process_time() - cpu, 2)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
