@@ -633,10 +633,12 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     everyone = args.project is not None or args.supervised is not None
     fitted = genotypes.n_individuals if everyone else (
         args.reference_size or DEFAULT_REFERENCE_SIZE)
-    # the hint's moments are individuals x individuals: a sample of the
-    # reference's, so that a file left on disk is read for no more of them
-    hint = k_hint(reference_dosage(genotypes, min(fitted, HINT_INDIVIDUALS),
-                                   seed=args.seed), seed=args.seed)
+    # the hint's moments are individuals x individuals, so it samples at most
+    # HINT_INDIVIDUALS of the reference; a file left on disk gives it the
+    # reference sample its fit reads next (kept for it: no read of its own)
+    streamed = hasattr(genotypes, "chunks")
+    size = fitted if streamed else min(fitted, HINT_INDIVIDUALS)
+    hint = k_hint(reference_dosage(genotypes, size, seed=args.seed), seed=args.seed)
     logger.info("Spectral K hint: %s", hint.describe())
     provenance = {"command": command_line(args._argv), "seed": args.seed,
                   "source": args.input, "k_hint": hint}

@@ -6,7 +6,9 @@ its cost grows as their square. Simulates a Balding-Nichols cohort in memory
 (default 10,000 x 50,000, K = 5, F_ST 0.1, Dirichlet(0.5), seed 12, as
 ``start_speed.py``) and, for each ``--caps`` value and seed, times the hint on
 that many individuals drawn as the run draws them
-(:func:`admixspec.fit.reference.reference_dosage`). Prints one JSON line per hint:
+(:func:`admixspec.fit.reference.reference_dosage`). Prints one JSON line per hint,
+with the peak of the memory it allocated (NumPy's arrays, as :mod:`tracemalloc`
+traces them: the sample and the moments, not LAPACK's workspace):
 
   NUMBA_NUM_THREADS=2 OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \\
       python benchmarks/k_hint_speed.py --caps 1000 2000 5000
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import tracemalloc
 
 from admixspec import simulate_balding_nichols
 from admixspec.fit.reference import reference_dosage
@@ -35,14 +38,18 @@ def main(argv=None):
                                          fst=0.1, alpha=0.5, seed=12).genotypes
     for cap in args.caps:
         for seed in args.seeds:
+            tracemalloc.start()
             wall, cpu = time.perf_counter(), time.process_time()
             hint = k_hint(reference_dosage(genotypes, cap, seed=seed), seed=seed,
                           max_individuals=cap)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
             print(json.dumps({
                 "individuals": hint.n_individuals, "seed": seed, "K": hint.K,
                 "gap": round(float(hint.ratios.max()), 2),
                 "wall": round(time.perf_counter() - wall, 2),
-                "cpu": round(time.process_time() - cpu, 2)}), flush=True)
+                "cpu": round(time.process_time() - cpu, 2),
+                "peak_allocated_mib": round(peak / 2**20)}), flush=True)
 
 
 if __name__ == "__main__":
