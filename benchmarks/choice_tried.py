@@ -14,7 +14,15 @@ the output.
       alone or only where the anchor count also finds no anchors;
     * **anchor thresholds that grow with the sample**, ``c * m**beta``
       individuals within each radius of the extremes (a cloud of more
-      individuals puts more near its extremes by chance).
+      individuals puts more near its extremes by chance);
+    * **a corner gate** on the rule of :mod:`admixspec.fit.choice` -- ML only
+      where, besides, most components have ``n`` individuals whose spectral
+      proportion in it reaches a threshold (how far ML would have to stretch
+      the spectral Q to put them at the corners);
+    * **an infeasibility gate** on that rule -- ML only where, besides, the
+      raw spectral Q (before its projection onto the simplex) misses the
+      simplex by at least a threshold per individual (the spectral search's
+      ``infeasibility`` over the individuals: a measure of its own error).
 ``mlfit``
     Statistics of the *final* ML fit from the spectral start (what a few ML
     iterations could at best show), per cell at 200 individuals of the
@@ -22,12 +30,17 @@ the output.
 ``realdata``
     The spread of the spectral Q on the HapMap3 tutorial (K = 2-5) and 1000
     Genomes phase 1 (K = 2-8): the real array data the default must fit by ML.
+``snps``
+    The infeasibility gate's statistic on the paper's setting at 200
+    individuals and 80,000 SNPs (the suite has 20,000): does it move with the
+    number of SNPs?
 
 Usage::
 
     python benchmarks/choice_tried.py rules
     python benchmarks/choice_tried.py mlfit
     python benchmarks/choice_tried.py realdata
+    python benchmarks/choice_tried.py snps
 """
 
 from __future__ import annotations
@@ -43,8 +56,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import choice_grid  # the grid's data sets and cached fits
+import realistic_suite
 
-from admixspec import fit_admixture, read_genotypes
+from admixspec import fit_admixture, fit_ml, q_error, read_genotypes
 from admixspec.fit.choice import (
     ANCHOR_RADIUS,
     MIN_NEAR_EXTREME,
@@ -63,6 +77,9 @@ REALDATA = {
 RADII = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
 BETAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 SPREADS = tuple(np.round(np.arange(0.04, 0.205, 0.01), 2))
+CORNER_RANKS = (1, 3, 5, 10, 20)
+CORNERS = tuple(np.round(np.arange(0.5, 1.001, 0.02), 2))
+INFEASIBILITIES = tuple(np.round(np.arange(0.0, 0.04, 0.001), 3))
 
 
 def spread(Q):
@@ -88,6 +105,12 @@ def features():
                     "rare": row["rare_allele_share"], "spread": spread(Q)}
             for radius in RADII:
                 item[radius] = int(extreme_neighbours(Q, radius=radius)[1].min())
+            near = extreme_neighbours(Q)[1]
+            item["majority"] = 2 * int(np.count_nonzero(near >= MIN_NEAR_EXTREME)) \
+                > Q.shape[1]
+            # per component, the proportion its n-th highest individual reaches
+            item["corner"] = {n: np.sort(Q, axis=0)[-n].tolist() for n in CORNER_RANKS}
+            item["infeasibility"] = row["diag_infeasibility"] / len(Q)
             out.append(item)
     return out
 
@@ -127,12 +150,40 @@ def current(item, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME):
     return item["rare"] < MIN_RARE_SHARE or item[radius] >= min_near
 
 
-def calibrate(make_rule, grid, items):
-    """The grid point with the lowest calibration mean log ratio, and its score."""
+def calibrate(make_rule, grid, items, shape=None):
+    """The grid point with the lowest calibration mean log ratio, and its score.
+
+    With ``shape`` (the grid's axes, row-major), each point's score is first
+    averaged with its neighbours' on that grid.
+    """
     calibration = [i for i in items if i["replicate"] == 1]
-    scores = [score(make_rule(*point), calibration)[2] for point in grid]
+    scores = np.array([score(make_rule(*point), calibration)[2] for point in grid])
+    if shape is not None:
+        table = scores.reshape(shape)
+        scores = np.array([[table[max(0, a - 1):a + 2, max(0, b - 1):b + 2].mean()
+                            for b in range(shape[1])] for a in range(shape[0])]).ravel()
     best = int(np.argmin(scores))
     return grid[best], scores[best]
+
+
+def majority(item):
+    """The rule of admixspec.fit.choice (True: ML)."""
+    return item["rare"] < MIN_RARE_SHARE or item["majority"]
+
+
+def corner_gate(n, t):
+    """ML where the rule says so and most components' n-th highest Q reaches t."""
+    def rule(item):
+        reached = sum(value >= t for value in item["corner"][n])
+        return majority(item) and (item["rare"] < MIN_RARE_SHARE
+                                   or 2 * reached > len(item["corner"][n]))
+    return rule
+
+
+def infeasibility_gate(c):
+    """ML where the rule says so and the raw spectral Q is >= c off the simplex."""
+    return lambda item: majority(item) and (item["rare"] < MIN_RARE_SHARE
+                                            or item["infeasibility"] >= c)
 
 
 def run_rules(args):
@@ -162,6 +213,17 @@ def run_rules(args):
     print(line(f"anchors >= {c:.3g} m^{beta:g} within {radius:g} (calibrated)",
                lambda i: i["rare"] < MIN_RARE_SHARE or i[radius] >= c * i["m"] ** beta,
                items))
+    print(line("the rule of admixspec.fit.choice (majority of components with 10 "
+               "within 0.25)", majority, items))
+    (n, t), _ = calibrate(lambda n, t: corner_gate(n, t),
+                          [(n, t) for n in CORNER_RANKS for t in CORNERS], items,
+                          shape=(len(CORNER_RANKS), len(CORNERS)))
+    print(line(f"corner gate: most components' {n}th highest >= {t:.2f} (calibrated, "
+               "neighbour-averaged)", corner_gate(n, t), items))
+    (c,), _ = calibrate(lambda c: infeasibility_gate(c),
+                        [(c,) for c in INFEASIBILITIES], items)
+    print(line(f"infeasibility gate: raw spectral Q >= {c:.3f} per individual off the "
+               "simplex (calibrated)", infeasibility_gate(c), items))
     print("\nBalding-Nichols alpha = 10 data sets, spread and anchors:")
     for item in items:
         if item["cell"].startswith("bn-a10-") and item["cell"].endswith(("u0", "u10")):
@@ -211,11 +273,26 @@ def run_realdata(args):
                               "cpu": time.process_time() - cpu}), flush=True)
 
 
+def run_snps(args):
+    for alpha in (0.1, 1.0, 10.0):
+        for seed in (101, 102):
+            G, Q = realistic_suite.simulate_paper(seed, alpha=alpha, n_snps=80_000)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                spectral = fit_admixture(G, 3, seed=0, refine=False, threads=1)
+                ml = fit_ml(G, 3, Q0=spectral.Q, P0=spectral.P, seed=0, threads=1)
+            print(json.dumps({
+                "alpha": alpha, "seed": seed, "individuals": len(G), "snps": G.shape[1],
+                "infeasibility": spectral.diagnostics["infeasibility"] / len(G),
+                "spectral": q_error(spectral.Q, Q), "ml": q_error(ml.Q, Q)}), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("stage", choices=("rules", "mlfit", "realdata"))
+    parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps"))
     args = parser.parse_args(argv)
-    {"rules": run_rules, "mlfit": run_mlfit, "realdata": run_realdata}[args.stage](args)
+    {"rules": run_rules, "mlfit": run_mlfit, "realdata": run_realdata,
+     "snps": run_snps}[args.stage](args)
 
 
 if __name__ == "__main__":
