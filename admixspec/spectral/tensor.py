@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.exceptions import UsageError
+from ._kernels.oncm import oncm
 
 __all__ = [
     "TensorEigenpairs",
@@ -231,42 +232,8 @@ class TensorEigenpairs:
 
 def _newton_batch(T, U0, tol, max_iter):
     """Run O-NCM on each row of ``U0``; returns final iterates (p, d)."""
-    d = T.shape[0]
-    T2 = T.reshape(d * d, d).T.copy()  # (d, d*d): u @ T2 -> T(I, I, u) flattened
-    U = U0.copy()
-    active = np.arange(len(U))
-    eye = np.eye(d)
-    for _ in range(max_iter):
-        if active.size == 0:
-            break
-        u = U[active]
-        p = len(u)
-        Tu = (u @ T2).reshape(p, d, d)  # T(I, I, u), symmetric
-        g1 = np.einsum("pij,pj->pi", Tu, u)  # T(I, u, u)
-        lam = np.einsum("pi,pi->p", g1, u)
-        g = g1 - lam[:, None] * u
-        A = np.zeros((p, d + 1, d + 1))
-        A[:, :d, :d] = 2.0 * Tu - lam[:, None, None] * eye
-        A[:, :d, d] = u
-        A[:, d, :d] = u
-        rhs = np.zeros((p, d + 1))
-        rhs[:, :d] = -g
-        try:
-            sol = np.linalg.solve(A, rhs[..., None])[..., 0]
-        except np.linalg.LinAlgError:
-            sol = np.empty_like(rhs)
-            for i in range(p):  # only on an exactly singular system (measure zero)
-                sol[i] = np.linalg.lstsq(A[i], rhs[i], rcond=None)[0]
-        s = sol[:, :d]
-        bad = ~np.isfinite(s).all(axis=1)
-        if bad.any():
-            s[bad] = 0.0
-        unew = u + s
-        unew /= np.linalg.norm(unew, axis=1, keepdims=True)
-        step = np.linalg.norm(unew - u, axis=1)
-        U[active] = unew
-        keep = (step > tol) & ~bad
-        active = active[keep]
+    U = np.array(U0, dtype=np.float64, order="C")
+    oncm(np.ascontiguousarray(T, dtype=np.float64), U, float(tol), int(max_iter))
     return U
 
 
