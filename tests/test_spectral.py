@@ -8,7 +8,7 @@ from hypothesis.extra.numpy import arrays
 
 from admixspec.core.genotypes import allele_counts
 from admixspec.core.metrics import q_error
-from admixspec.core.parameters import simplex_projection
+from admixspec.core.parameters import P_MAX, P_MIN, simplex_projection
 from admixspec.spectral.estimate import (
     k_hint,
     privacy_pass,
@@ -18,7 +18,7 @@ from admixspec.spectral.estimate import (
     spectral_pass,
     spectral_scan,
 )
-from admixspec.spectral.search import infeasibility, q_from_candidates
+from admixspec.spectral.search import binomial_loglik, infeasibility, q_from_candidates
 
 from .reference import simulate_structured as _simulate
 
@@ -183,6 +183,24 @@ class TestSearchCriteria:
         assert np.all(scores[1:] > 1e-3)
         np.testing.assert_allclose(q_from_candidates(candidates[[0, 1, 2]]), Q,
                                    atol=1e-10)
+
+    def test_binomial_loglik__is_the_binomial_pmf_over_observed_calls(self):
+        from scipy.special import comb
+        from scipy.stats import binom
+
+        rng = np.random.default_rng(7)
+        Q = rng.dirichlet(np.ones(3), size=(2, 4, 12))  # two batch axes
+        P = rng.uniform(0, 1, size=(2, 4, 30, 3))
+        P[0, 0, 0] = 1.0  # a frequency of exactly 1 is clipped, not log(0)
+        g = rng.integers(0, 3, size=(12, 30)).astype(float)
+        observed = rng.random((12, 30)) > 0.1
+        g[~observed] = 0
+        f = np.clip(Q @ np.swapaxes(P, -1, -2), P_MIN, P_MAX)
+        expected = np.where(observed, binom.logpmf(g, 2, f) - np.log(comb(2, g)),
+                            0.0).sum(axis=(-1, -2))
+        got = binomial_loglik(g, observed, Q, P)
+        assert got.shape == (2, 4)
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
 
     @settings(max_examples=50, deadline=None)
     @given(arrays(np.float64, (6, 4), elements=st.floats(-5, 5)))

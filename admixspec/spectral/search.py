@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.exceptions import UsageError
 from ..core.parameters import P_MAX, P_MIN, simplex_projection
+from ._kernels.likelihood import subset_logliks
 
 __all__ = [
     "SubsetSearchResult",
@@ -73,9 +74,15 @@ def binomial_loglik(g, observed, Q, P):
     -------
     numpy.ndarray, shape (...)
     """
-    f = np.clip(Q @ np.swapaxes(P, -1, -2), P_MIN, P_MAX)
-    terms = g * np.log(f) + (2.0 - g) * np.log1p(-f)
-    return np.where(observed, terms, 0.0).sum(axis=(-1, -2))
+    m, K = Q.shape[-2:]
+    batch = Q.shape[:-2]
+    out = np.empty(int(np.prod(batch)))
+    subset_logliks(np.ascontiguousarray(g, dtype=np.float64),
+                   np.ascontiguousarray(observed, dtype=np.bool_),
+                   np.ascontiguousarray(Q, dtype=np.float64).reshape(-1, m, K),
+                   np.ascontiguousarray(P, dtype=np.float64).reshape(-1, P.shape[-2], K),
+                   P_MIN, P_MAX, out)
+    return out.reshape(batch)
 
 
 def infeasibility(vectors, subsets):
