@@ -36,7 +36,8 @@ Stages (each resumable; simulated data and fits are cached in
     The spectral estimate of each cached fit whose spectral stage the default still
     runs (rare-allele share at least :data:`admixspec.fit.choice.MIN_RARE_SHARE`),
     refitted by this tree and compared with the cache byte for byte: whether a
-    change to the spectral stage moved the grid.
+    change to the spectral stage moved the grid (and the stage's seconds, the
+    first data set's including numba's loading of its cached kernels).
 ``default``
     ``fit_admixture(refine="auto")`` (the default, with :mod:`admixspec.choice`) on
     each data set: its decision, Q error and CPU seconds.
@@ -337,17 +338,21 @@ def run_default(args):
 def run_recheck(args):
     same = 0
     checked = 0
+    seconds = 0.0
     for cell, replicate in stage_datasets(args):
         cached = cached_fit(cell, replicate)
         if cached is None or cached[0]["rare_allele_share"] < MIN_RARE_SHARE:
             continue
         dosage, _ = load_data(cell, replicate)
-        Q = _quiet(fit_admixture, dosage, K, seed=0, refine=False, threads=1).Q
-        equal = np.array_equal(Q, cached[1]["Q_spectral"])
+        fit = _quiet(fit_admixture, dosage, K, seed=0, refine=False, threads=1)
+        equal = np.array_equal(fit.Q, cached[1]["Q_spectral"])
         same, checked = same + equal, checked + 1
+        seconds += fit.timings["spectral"]
         print(f"{cell_name(cell)} {replicate}: " + ("same bytes" if equal else
-              f"differs by {np.abs(Q - cached[1]['Q_spectral']).max():.2e}"), flush=True)
-    print(f"{same} of {checked} spectral estimates identical to the cache")
+              f"differs by {np.abs(fit.Q - cached[1]['Q_spectral']).max():.2e}")
+              + f" (spectral stage {fit.timings['spectral']:.2f} s)", flush=True)
+    print(f"{same} of {checked} spectral estimates identical to the cache; their "
+          f"spectral stages took {seconds:.1f} s")
 
 
 def rows_for(replicates, suite=False):
