@@ -610,9 +610,8 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
     from .fit.admixture import fit_admixture
-    from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_dosage
+    from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_hint
     from .io.common import write_all_or_none
-    from .spectral.estimate import HINT_INDIVIDUALS, k_hint
 
     Ks = sorted(set(_flat(args.K)))
     genotypes = _read_for_run(args)
@@ -633,12 +632,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     everyone = args.project is not None or args.supervised is not None
     fitted = genotypes.n_individuals if everyone else (
         args.reference_size or DEFAULT_REFERENCE_SIZE)
-    # the hint's moments are individuals x individuals, so it samples at most
-    # HINT_INDIVIDUALS of the reference; a file left on disk gives it the
-    # reference sample its fit reads next (kept for it: no read of its own)
-    streamed = hasattr(genotypes, "chunks")
-    size = fitted if streamed else min(fitted, HINT_INDIVIDUALS)
-    hint = k_hint(reference_dosage(genotypes, size, seed=args.seed), seed=args.seed)
+    hint = reference_hint(genotypes, fitted, seed=args.seed)
     logger.info("Spectral K hint: %s", hint.describe())
     provenance = {"command": command_line(args._argv), "seed": args.seed,
                   "source": args.input, "k_hint": hint}

@@ -6,9 +6,10 @@ its cost grows as their square. Simulates a Balding-Nichols cohort in memory
 (default 10,000 x 50,000, K = 5, F_ST 0.1, Dirichlet(0.5), seed 12, as
 ``start_speed.py``) and, for each ``--caps`` value and seed, times the hint on
 that many individuals drawn as the run draws them
-(:func:`admixspec.fit.reference.reference_dosage`). Prints one JSON line per hint,
-with the peak of the memory it allocated (NumPy's arrays, as :mod:`tracemalloc`
-traces them: the sample and the moments, not LAPACK's workspace):
+(:func:`admixspec.fit.reference.reference_individuals`, read in place). Prints
+one JSON line per hint, with the peak of the memory it allocated (NumPy's
+arrays, as :mod:`tracemalloc` traces them: the sample and the moments, not
+LAPACK's workspace):
 
   NUMBA_NUM_THREADS=2 OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \\
       python benchmarks/k_hint_speed.py --caps 1000 2000 5000
@@ -22,7 +23,7 @@ import time
 import tracemalloc
 
 from admixspec import simulate_balding_nichols
-from admixspec.fit.reference import reference_dosage
+from admixspec.fit.reference import reference_individuals
 from admixspec.spectral.estimate import k_hint
 
 
@@ -40,7 +41,8 @@ def main(argv=None):
         for seed in args.seeds:
             tracemalloc.start()
             wall, cpu = time.perf_counter(), time.process_time()
-            hint = k_hint(reference_dosage(genotypes, cap, seed=seed), seed=seed,
+            rows = reference_individuals(genotypes.n_individuals, cap, seed=seed)
+            hint = k_hint(genotypes.dosage, individuals=rows, seed=seed,
                           max_individuals=cap)
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()

@@ -251,6 +251,14 @@ class TestKHint:
         assert a.n_individuals == 40
         assert np.array_equal(a.eigenvalues, b.eigenvalues)
 
+    def test_k_hint__of_some_rows_is_the_hint_of_those_rows(self):
+        dosage = _simulate("private", m=60, n=3000, K=2, seed=2)[0]
+        rows = np.arange(5, 60, 2)
+        a = k_hint(dosage, individuals=rows, seed=1)
+        b = k_hint(dosage[rows], seed=1)
+        assert a.n_individuals == len(rows)
+        assert np.array_equal(a.eigenvalues, b.eigenvalues)
+
     def test_k_hint__same_seed_same_hint(self):
         dosage = _simulate("private", m=40, n=3000, K=2, seed=1)[0]
         a, b = k_hint(dosage, seed=5), k_hint(dosage, seed=5)

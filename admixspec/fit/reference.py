@@ -27,6 +27,7 @@ from ..ml.debias import debiased_project, p_covariance
 from ..ml.likelihood import Engine, loglikelihood, make_engine
 from ..ml.project import maximize_p, project
 from ..ml.refine import accelerated_em, format_iteration
+from ..spectral.estimate import HINT_INDIVIDUALS, k_hint
 from .pipeline import FitOptions, correct_projection, correction_line, fit_in_memory
 from .result import AdmixtureResult
 
@@ -36,7 +37,7 @@ __all__ = [
     "REFERENCE_RULE",
     "fit_streamed",
     "fit_with_reference",
-    "reference_dosage",
+    "reference_hint",
     "reference_individuals",
 ]
 
@@ -115,30 +116,33 @@ def reference_sample(genotypes, reference_size: int, *, seed=None):
     return rows, snps, genotypes.read(rows=rows, columns=snps)
 
 
-def reference_dosage(genotypes, reference_size: int, *, seed=None) -> np.ndarray:
-    """The int8 genotypes a fit of ``reference_size`` individuals would fit in memory.
+def reference_hint(genotypes, reference_size: int, *, seed=None):
+    """The run's spectral hint for K, on the reference a fit would draw.
 
-    The cohort's own matrix when it has at most ``reference_size``
-    individuals, else the reference's rows (:func:`reference_individuals`);
-    for genotypes left on disk, the reference's sample (:func:`reference_sample`).
-    What the run's spectral hint for K is computed on.
+    The hint's moments are individuals x individuals, so it takes at most
+    :data:`admixspec.spectral.estimate.HINT_INDIVIDUALS` of them: in memory
+    the first draw of :func:`reference_individuals` at that size, read in
+    place (no copy of their rows); for genotypes left on disk a sample of
+    the reference's sample (:func:`reference_sample`), which the file keeps
+    for the fit that reads it next, so the hint reads nothing of its own.
 
     Parameters
     ----------
     genotypes : Genotypes or admixspec.io.streamed.StreamedGenotypes
     reference_size : int
+        The fit's reference (everyone when it is at least the cohort).
     seed : int, optional
 
     Returns
     -------
-    numpy.ndarray, int8, shape (min(reference_size, n_individuals), n_snps_fitted)
+    admixspec.spectral.estimate.KHint
     """
     if hasattr(genotypes, "chunks"):
-        return reference_sample(genotypes, reference_size, seed=seed)[2]
-    rows = reference_individuals(genotypes.n_individuals, reference_size, seed=seed)
-    if len(rows) == genotypes.n_individuals:
-        return genotypes.dosage
-    return genotypes.dosage[rows]
+        return k_hint(reference_sample(genotypes, reference_size, seed=seed)[2],
+                      seed=seed)
+    rows = reference_individuals(genotypes.n_individuals,
+                                 min(reference_size, HINT_INDIVIDUALS), seed=seed)
+    return k_hint(genotypes.dosage, individuals=rows, seed=seed)
 
 
 def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads,

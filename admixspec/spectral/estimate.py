@@ -659,8 +659,8 @@ class KHint:
 HINT_INDIVIDUALS = 1_000
 
 
-def k_hint(dosage, *, k_max=10, max_snps=20_000, max_individuals=HINT_INDIVIDUALS,
-           min_ratio=1.5, seed=None) -> KHint:
+def k_hint(dosage, *, individuals=None, k_max=10, max_snps=20_000,
+           max_individuals=HINT_INDIVIDUALS, min_ratio=1.5, seed=None) -> KHint:
     """Suggest K from the eigenvalue gap of the diagonal-completed second moment.
 
     With ``x = g/2`` the population second moment ``E[x x^T] = Q E[p p^T] Q^T``
@@ -676,6 +676,9 @@ def k_hint(dosage, *, k_max=10, max_snps=20_000, max_individuals=HINT_INDIVIDUAL
     ----------
     dosage : numpy.ndarray, int8, shape (m, n)
         Copies of the counted allele, -1 for missing.
+    individuals : array_like of int, optional
+        Rows of ``dosage`` to draw from (default all); only the drawn rows'
+        sampled SNPs are copied.
     k_max : int
         Largest K considered (capped at ``m - 2``).
     max_snps : int
@@ -699,13 +702,17 @@ def k_hint(dosage, *, k_max=10, max_snps=20_000, max_individuals=HINT_INDIVIDUAL
     >>> k_hint(sim.genotypes.dosage, seed=0).K
     3
     """
-    m, n = dosage.shape
+    n = dosage.shape[1]
+    rows = None if individuals is None else np.asarray(individuals, dtype=np.int64)
+    m = dosage.shape[0] if rows is None else len(rows)
     rng = np.random.default_rng(seed)
     snps = np.sort(rng.choice(n, size=min(n, max_snps), replace=False))
     n_used = len(snps)
     if m > max_individuals:  # drawn after the SNPs: smaller cohorts keep their hint
-        rows = np.sort(rng.choice(m, size=int(max_individuals), replace=False))
-        dosage, snps, m = dosage[np.ix_(rows, snps)], None, len(rows)
+        drawn = np.sort(rng.choice(m, size=int(max_individuals), replace=False))
+        rows, m = (drawn if rows is None else rows[drawn]), len(drawn)
+    if rows is not None:
+        dosage, snps = dosage[np.ix_(rows, snps)], None
     k_max = min(int(k_max), m - 2)
     if k_max < 2:  # too few individuals for a gap
         return KHint(1, np.ones(1), np.empty(0), n_used, m)
