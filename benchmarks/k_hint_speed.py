@@ -3,8 +3,8 @@
 ``admixspec run`` computes :func:`admixspec.spectral.estimate.k_hint` before its
 first fit, on a sample of the cohort: its moment is individuals x individuals, so
 its cost grows as their square. Simulates a Balding-Nichols cohort in memory
-(default 10,000 x 50,000, K = 5, F_ST 0.1, Dirichlet(0.5), seed 12, as
-``start_speed.py``) and, for each ``--caps`` value and seed, times the hint on
+(``start_speed.simulate_cohort``: default 10,000 x 50,000, K = 5, F_ST 0.1,
+Dirichlet(0.5), seed 12) and, for each ``--caps`` value and seed, times the hint on
 that many individuals drawn as the run draws them
 (:func:`admixspec.fit.reference.reference_individuals`, read in place). Prints
 one JSON line per hint, with the peak of the memory it allocated (NumPy's
@@ -19,24 +19,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
-from admixspec import simulate_balding_nichols
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from start_speed import add_cohort_arguments, simulate_cohort
+
 from admixspec.fit.reference import reference_individuals
 from admixspec.spectral.estimate import k_hint
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--individuals", type=int, default=10_000)
-    ap.add_argument("--snps", type=int, default=50_000)
-    ap.add_argument("-K", type=int, default=5)
+    add_cohort_arguments(ap)
     ap.add_argument("--caps", type=int, nargs="+", default=[1000, 2000, 5000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = ap.parse_args(argv)
-    genotypes = simulate_balding_nichols(args.individuals, args.snps, args.K,
-                                         fst=0.1, alpha=0.5, seed=12).genotypes
+    genotypes = simulate_cohort(args)
     for cap in args.caps:
         for seed in args.seeds:
             tracemalloc.start()

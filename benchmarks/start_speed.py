@@ -22,15 +22,25 @@ from admixspec.ml import initial, start
 from admixspec.ml.refine import DEFAULT_STARTS
 
 
+def add_cohort_arguments(parser):
+    """``--individuals``, ``--snps`` and ``-K`` of :func:`simulate_cohort`."""
+    parser.add_argument("--individuals", type=int, default=10_000)
+    parser.add_argument("--snps", type=int, default=50_000)
+    parser.add_argument("-K", type=int, default=5)
+
+
+def simulate_cohort(args):
+    """The large cohort: Balding-Nichols, F_ST 0.1, Dirichlet(0.5), seed 12."""
+    return simulate_balding_nichols(args.individuals, args.snps, args.K, fst=0.1,
+                                    alpha=0.5, seed=12).genotypes
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--individuals", type=int, default=10_000)
-    ap.add_argument("--snps", type=int, default=50_000)
-    ap.add_argument("-K", type=int, default=5)
+    add_cohort_arguments(ap)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
-    G = simulate_balding_nichols(args.individuals, args.snps, args.K, fst=0.1,
-                                 alpha=0.5, seed=12).genotypes.dosage
+    G = simulate_cohort(args).dosage
     svd_seconds = []
     timed_svd = initial._randomized_svd
 
