@@ -103,13 +103,14 @@ def features():
                     "suite": cell[0] == "suite", "m": len(Q),
                     "spectral": row["spectral_error"], "ml": row["ml_error"],
                     "rare": row["rare_allele_share"], "spread": spread(Q)}
+            near = {radius: extreme_neighbours(Q, radius=radius)[1] for radius in RADII}
             for radius in RADII:
-                item[radius] = int(extreme_neighbours(Q, radius=radius)[1].min())
-            near = extreme_neighbours(Q)[1]
-            item["majority"] = 2 * int(np.count_nonzero(near >= MIN_NEAR_EXTREME)) \
-                > Q.shape[1]
+                item[radius] = int(near[radius].min())
+            anchored = np.count_nonzero(near[ANCHOR_RADIUS] >= MIN_NEAR_EXTREME)
+            item["majority"] = 2 * int(anchored) > Q.shape[1]
             # per component, the proportion its n-th highest individual reaches
-            item["corner"] = {n: np.sort(Q, axis=0)[-n].tolist() for n in CORNER_RANKS}
+            ranked = np.sort(Q, axis=0)
+            item["corner"] = {n: ranked[-n].tolist() for n in CORNER_RANKS}
             item["infeasibility"] = row["diag_infeasibility"] / len(Q)
             out.append(item)
     return out
@@ -173,17 +174,17 @@ def majority(item):
 
 def corner_gate(n, t):
     """ML where the rule says so and most components' n-th highest Q reaches t."""
-    def rule(item):
-        reached = sum(value >= t for value in item["corner"][n])
-        return majority(item) and (item["rare"] < MIN_RARE_SHARE
-                                   or 2 * reached > len(item["corner"][n]))
-    return rule
+    def reached(item):
+        corners = item["corner"][n]
+        return 2 * sum(value >= t for value in corners) > len(corners)
+    return lambda item: item["rare"] < MIN_RARE_SHARE or (item["majority"]
+                                                          and reached(item))
 
 
 def infeasibility_gate(c):
     """ML where the rule says so and the raw spectral Q is >= c off the simplex."""
-    return lambda item: majority(item) and (item["rare"] < MIN_RARE_SHARE
-                                            or item["infeasibility"] >= c)
+    return lambda item: item["rare"] < MIN_RARE_SHARE or (item["majority"]
+                                                          and item["infeasibility"] >= c)
 
 
 def run_rules(args):
