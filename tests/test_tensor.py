@@ -119,6 +119,40 @@ class TestEigenpairs:
         assert r.hits.sum() == r.n_converged
         assert r.n_converged > 0.9 * r.n_starts
 
+    @pytest.mark.parametrize("d", [3, 5, 7])
+    def test_rounds__stop_early_with_the_full_budgets_pairs(self, d):
+        T = _random_symmetric(d, seed=20 + d)
+        every = eigenpairs(T, seed=3, first_round=4000 * d)
+        rounds = eigenpairs(T, seed=3)
+        assert rounds.n_starts < every.n_starts == 4000 * d
+        assert rounds.n_new_second_half == 0
+        assert new_pairs(every, rounds).size == 0
+        np.testing.assert_allclose(rounds.vectors, every.vectors, atol=1e-12)
+
+    def test_rounds__double_until_a_second_half_finds_nothing_new(self):
+        T = _random_symmetric(6, seed=31)
+        r = eigenpairs(T, seed=0, n_starts=8000, first_round=10)
+        rounds = np.log2(r.n_starts / 10)
+        assert rounds == int(rounds) >= 2
+        assert r.n_new_second_half == 0
+        # the round before it, over the same first starts, still found new pairs
+        before = eigenpairs(T, seed=0, n_starts=8000, first_round=r.n_starts // 2)
+        before_alone = eigenpairs(T, seed=0, n_starts=r.n_starts // 2,
+                                  first_round=r.n_starts // 2)
+        assert before.n_starts == r.n_starts
+        assert before_alone.n_new_second_half > 0
+
+    def test_rounds__leave_a_generator_as_the_full_budget_does(self):
+        T = _random_symmetric(4, seed=8)
+        early, full = np.random.default_rng(5), np.random.default_rng(5)
+        eigenpairs(T, seed=early)
+        eigenpairs(T, seed=full, first_round=16_000)
+        assert early.random() == full.random()
+
+    def test_first_round__outside_the_budget_raises(self):
+        with pytest.raises(UsageError, match="first_round"):
+            eigenpairs(_random_symmetric(3, seed=1), n_starts=100, first_round=200)
+
 
 class TestNearEigenpairs:
     def test_exact_pairs__found_with_zero_residual(self):

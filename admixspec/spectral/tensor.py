@@ -308,6 +308,7 @@ def eigenpairs(
     T,
     *,
     n_starts: int | None = None,
+    first_round: int | None = None,
     tol: float = 1e-12,
     max_iter: int = 100,
     residual_tol: float = 1e-10,
@@ -323,8 +324,13 @@ def eigenpairs(
     T : array_like, float, shape (d, d, d)
         Symmetric tensor (it is symmetrised first; a non-symmetric input is accepted).
     n_starts : int, optional
-        Random starting points, uniform on the sphere. Default ``4000 * d`` as in the
-        authors' code (at least 1000).
+        Budget of random starting points, uniform on the sphere. Default ``4000 * d``
+        as in the authors' code (at least 1000).
+    first_round : int, optional
+        Starts of the first round; each further round doubles the starts run, and the
+        rounds stop at the first whose second half finds no pair the first half
+        missed, or at ``n_starts``. Default ``n_starts // 8``; ``n_starts`` runs every
+        start in one round.
     tol : float, optional
         Stop a start when its O-NCM step is shorter than this.
     max_iter : int, optional
@@ -344,7 +350,8 @@ def eigenpairs(
     polish : int, optional
         Extra Newton steps applied to each distinct pair after de-duplication.
     seed : None, int or numpy.random.Generator
-        Seed of the random starts.
+        Seed of the random starts. All ``n_starts`` are drawn, however many run, so a
+        generator passed on is left in the same state.
 
     Returns
     -------
@@ -354,10 +361,14 @@ def eigenpairs(
     -----
     Pairs with ``lam`` in the same ``1e-6`` band are compared by vector overlap;
     the counts are reported in ``n_converged``, ``hits`` and ``n_new_second_half``
-    (pairs found only by the second half of the starts; more starts are advisable when it
-    is not 0). A non-generic tensor can have a continuum of eigenvectors (e.g. the zero
-    tensor); those are not Newton-stable and are reported only as far as starts land on
-    them.
+    (pairs found only by the second half of the starts run; it is 0 unless the
+    budget ran out). The doubling rounds are that saturation check applied as a
+    stopping rule: a pair whose basin draws a fraction ``f`` of the starts is
+    missed by ``s`` starts with probability about ``exp(-f s)``, so pairs that
+    the first half of a round never found and its second half did not either are
+    rare ones the full budget would also often miss. A non-generic tensor can
+    have a continuum of eigenvectors (e.g. the zero tensor); those are not
+    Newton-stable and are reported only as far as starts land on them.
 
     Examples
     --------
@@ -380,34 +391,32 @@ def eigenpairs(
     n_starts = int(n_starts)
     if n_starts < 2:
         raise UsageError(f"n_starts must be >= 2, got {n_starts}")
+    first_round = n_starts // 8 if first_round is None else int(first_round)
+    if not 2 <= first_round <= n_starts:
+        raise UsageError(f"first_round must be in [2, n_starts], got {first_round}")
     rng = np.random.default_rng(seed)
     scale = max(1.0, float(np.linalg.norm(T)))
 
-    U0 = rng.standard_normal((n_starts, d))
-    U0 /= np.linalg.norm(U0, axis=1, keepdims=True)
-    U = _newton_batch(T, U0, tol, max_iter)
-    g1 = tensor_apply(T, U)
-    lam = np.einsum("pi,pi->p", g1, U)
-    res = np.linalg.norm(g1 - lam[:, None] * U, axis=1)
-    conv = np.flatnonzero(np.isfinite(res) & (res <= residual_tol * scale))
-    half = n_starts // 2
-    Uc, lc = U[conv], lam[conv]
+    U = rng.standard_normal((n_starts, d))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    done, end = 0, first_round
+    while True:
+        U[done:end] = _newton_batch(T, U[done:end], tol, max_iter)
+        labels, reps, conv = _distinct(T, U[:end], scale, residual_tol, dedup_tol)
+        n_new = _new_in_second_half(labels, conv, len(reps), end // 2)
+        done = end
+        if n_new == 0 or end == n_starts:
+            break
+        end = min(2 * end, n_starts)
     if len(conv) == 0:
         empty = np.zeros((0, d))
-        logger.warning("O-NCM: none of %d starts converged", n_starts)
+        logger.warning("O-NCM: none of %d starts converged", end)
         return TensorEigenpairs(
             empty, np.zeros(0), np.zeros(0, bool), np.zeros(0), np.zeros(0),
-            np.zeros(0, np.int64), n_starts, 0, 0,
+            np.zeros(0, np.int64), end, 0, 0,
         )
-    labels, reps = _group_dedup(Uc, np.abs(lc), dedup_tol)
     hits = np.bincount(labels, minlength=len(reps))
-    first = np.zeros(len(reps), bool)
-    first[labels[conv < half]] = True
-    second = np.zeros(len(reps), bool)
-    second[labels[conv >= half]] = True
-    n_new = int(np.sum(second & ~first))
-
-    V = Uc[reps]
+    V = U[conv][reps]
     if polish > 0:
         V = _newton_batch(T, V, 0.0, polish)
     V, vals = _sign_normalised(T, V, scale)
@@ -421,17 +430,44 @@ def eigenpairs(
         residuals=res[order],
         margins=margins[order],
         hits=hits[order],
-        n_starts=n_starts,
+        n_starts=end,
         n_converged=len(conv),
         n_new_second_half=n_new,
         params=dict(tol=tol, max_iter=max_iter, residual_tol=residual_tol,
-                    dedup_tol=dedup_tol, stability_tol=stability_tol),
+                    dedup_tol=dedup_tol, stability_tol=stability_tol,
+                    budget=n_starts, first_round=first_round),
     )
     logger.debug(
-        "O-NCM d=%d: %d pairs from %d starts (%d converged, %d new in second half)",
-        d, len(out), n_starts, len(conv), n_new,
+        "O-NCM d=%d: %d pairs from %d of %d starts (%d converged, %d new in the "
+        "second half)",
+        d, len(out), end, n_starts, len(conv), n_new,
     )
     return out
+
+
+def _distinct(T, U, scale, residual_tol, dedup_tol):
+    """Group the converged rows of ``U`` into distinct pairs.
+
+    Returns the group of each converged row, each group's representative (an
+    index into the converged rows) and the converged rows' indices into ``U``.
+    """
+    g1 = tensor_apply(T, U)
+    lam = np.einsum("pi,pi->p", g1, U)
+    res = np.linalg.norm(g1 - lam[:, None] * U, axis=1)
+    conv = np.flatnonzero(np.isfinite(res) & (res <= residual_tol * scale))
+    if len(conv) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), conv
+    labels, reps = _group_dedup(U[conv], np.abs(lam[conv]), dedup_tol)
+    return labels, reps, conv
+
+
+def _new_in_second_half(labels, conv, n_pairs, half):
+    """Pairs found only by starts at index ``half`` or later."""
+    first = np.zeros(n_pairs, bool)
+    first[labels[conv < half]] = True
+    second = np.zeros(n_pairs, bool)
+    second[labels[conv >= half]] = True
+    return int(np.sum(second & ~first))
 
 
 def new_pairs(reference: TensorEigenpairs, other: TensorEigenpairs, *,

@@ -1,7 +1,7 @@
 """O-NCM, the orthogonal Newton correction method, one random start per thread step.
 
-:func:`admixspec.spectral.tensor.eigenpairs` runs 4,000 starts per dimension of
-the whitened tensor (28,000 at K = 7) until each converges or gives up. In
+:func:`admixspec.spectral.tensor.eigenpairs` runs up to 4,000 starts per dimension
+of the whitened tensor (28,000 at K = 7), each until it converges or gives up. In
 NumPy each iteration of the batch built the (starts, d + 1, d + 1) Newton
 systems and solved them with a batched LAPACK call; here each start runs to
 its end in registers and small scratch arrays: 2.5x faster on one thread at
