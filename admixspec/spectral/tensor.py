@@ -364,9 +364,9 @@ def eigenpairs(
     (pairs found only by the second half of the starts run; it is 0 unless the
     budget ran out). The doubling rounds are that saturation check applied as a
     stopping rule: a pair whose basin draws a fraction ``f`` of the starts is
-    missed by ``s`` starts with probability about ``exp(-f s)``, so pairs that
-    the first half of a round never found and its second half did not either are
-    rare ones the full budget would also often miss. A non-generic tensor can
+    missed by ``s`` starts with probability about ``exp(-f s)``, so the pairs
+    an early stop leaves out have basins so small that the whole budget often
+    misses them too. A non-generic tensor can
     have a continuum of eigenvectors (e.g. the zero tensor); those are not
     Newton-stable and are reported only as far as starts land on them.
 
