@@ -149,6 +149,11 @@ class TestEigenpairs:
         eigenpairs(T, seed=full, first_round=16_000)
         assert early.random() == full.random()
 
+    def test_rounds__a_budget_under_16_starts_still_runs(self):
+        r = eigenpairs(_odeco(2, seed=2)[0], seed=0, n_starts=3)
+        assert r.n_starts in (2, 3)
+        assert len(r) >= 1
+
     def test_first_round__outside_the_budget_raises(self):
         with pytest.raises(UsageError, match="first_round"):
             eigenpairs(_random_symmetric(3, seed=1), n_starts=100, first_round=200)

@@ -329,8 +329,8 @@ def eigenpairs(
     first_round : int, optional
         Starts of the first round; each further round doubles the starts run, and the
         rounds stop at the first whose second half finds no pair the first half
-        missed, or at ``n_starts``. Default ``n_starts // 8``; ``n_starts`` runs every
-        start in one round.
+        missed, or at ``n_starts``. Default ``n_starts // 8`` (at least 2);
+        ``n_starts`` runs every start in one round.
     tol : float, optional
         Stop a start when its O-NCM step is shorter than this.
     max_iter : int, optional
@@ -391,7 +391,8 @@ def eigenpairs(
     n_starts = int(n_starts)
     if n_starts < 2:
         raise UsageError(f"n_starts must be >= 2, got {n_starts}")
-    first_round = n_starts // 8 if first_round is None else int(first_round)
+    first_round = (min(n_starts, max(2, n_starts // 8)) if first_round is None
+                   else int(first_round))
     if not 2 <= first_round <= n_starts:
         raise UsageError(f"first_round must be in [2, n_starts], got {first_round}")
     rng = np.random.default_rng(seed)
