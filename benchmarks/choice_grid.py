@@ -16,6 +16,13 @@ x unadmixed share {0, 10%, 25%} x two simulators, ``--replicates`` data sets eac
 ``bn``
     :func:`admixspec.simulate_balding_nichols`, F_ST = 0.1 (array-like: few rare
     alleles, shared drift; the spectral premise fails).
+``coalescent`` (``--K`` other than 3, in place of ``mosaic``)
+    :func:`admixspec.simulate_admixture`: the seed paper's star tree of K
+    populations (split 4,000 generations ago), the proportions drawn as the
+    ``bn`` cells draw them (Dirichlet rows, the unadmixed share one-hot), with
+    ``block_rate=100``. ``--K`` keeps its cache in ``choice_grid/K<K>/``; the
+    rule's constants were calibrated at K = 3, so every K > 3 data set is one
+    the rule never saw.
 
 SNPs per data set, fewer than the suite's where needed to keep the grid runnable on a
 shared 2-core machine: 40,000 for 50 individuals, 20,000 for 200 and 10,000 for
@@ -52,6 +59,7 @@ Usage::
     python benchmarks/choice_grid.py default --replicates 5 --first 3
     python benchmarks/choice_grid.py default --replicates 3 --simulators bn
     python benchmarks/choice_grid.py table
+    python benchmarks/choice_grid.py fits --K 5 --replicates 1 --max-individuals 200
 
 Run with ``NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``: every
 fit is single-threaded, and CPU seconds (``time.process_time``) are reported beside
@@ -81,6 +89,7 @@ from admixspec import (
     fit_admixture,
     fit_ml,
     q_error,
+    simulate_admixture,
     simulate_balding_nichols,
 )
 from admixspec.fit.choice import (
@@ -98,9 +107,18 @@ ALPHAS = (0.1, 0.5, 1.0, 2.0, 10.0)
 SIZES = (50, 200, 1000)
 UNADMIXED = (0.0, 0.1, 0.25)
 SIMULATORS = ("mosaic", "bn")
+#: The grid's simulators at a K other than 3 (the mosaics have three sources).
+SIMULATORS_K = ("coalescent", "bn")
 N_SNPS = {50: 40_000, 200: 20_000, 1000: 10_000}
 FST = 0.1
 BLOCK_RATE = 100.0
+
+
+def use_k(k):
+    """Run the grid at ``k`` components, cached apart from the K = 3 grid."""
+    global K, CACHE
+    if k != 3:
+        K, CACHE = k, ROOT / "benchmarks" / "results" / "choice_grid" / f"K{k}"
 
 
 def cells(simulators=SIMULATORS):
@@ -133,6 +151,17 @@ def simulate(cell, replicate):
         sim = simulate_balding_nichols(m, N_SNPS[m], K, fst=FST, alpha=alpha,
                                        unadmixed_fraction=unadmixed, seed=seed)
         return sim.genotypes.dosage, sim.Q
+    if simulator == "coalescent":
+        rng = np.random.default_rng(seed)
+        proportions = rng.dirichlet(np.full(K, alpha), size=m)
+        pure = int(round(unadmixed * m))
+        proportions[:pure] = np.eye(K)[np.arange(pure) % K]
+        sim = simulate_admixture(m, K, proportions=proportions, n_snps=N_SNPS[m],
+                                 block_rate=BLOCK_RATE, seed=seed)
+        return sim.genotypes.dosage, sim.Q
+    if K != 3:
+        raise SystemExit(f"the mosaic cells have three sources; K = {K} runs "
+                         f"--simulators {' '.join(SIMULATORS_K)}")
     return simulate_mosaic(seed, model="OutOfAfrica_3G09",
                            sources=("YRI", "CEU", "CHB"), unadmixed=unadmixed,
                            alpha=alpha, n_individuals=m, n_snps=N_SNPS[m],
@@ -227,6 +256,9 @@ def datasets(replicates, first=1, suite=False, simulators=SIMULATORS):
 def stage_datasets(args):
     """The data sets a stage runs on: ``datasets`` of its arguments, their ``--part``."""
     items = datasets(args.replicates, args.first, args.suite, tuple(args.simulators))
+    if args.max_individuals:
+        items = [(cell, r) for cell, r in items
+                 if not (cell[2] and cell[2] > args.max_individuals)]
     if args.part is None:
         return items
     index, total = (int(v) for v in args.part.split("/"))
@@ -328,8 +360,6 @@ def run_default(args):
     for cell, replicate in stage_datasets(args):
         if cached_fit(cell, replicate) is None:  # fits first: the table compares
             continue
-        if args.max_individuals and cell[2] and cell[2] > args.max_individuals:
-            continue
         row = default(cell, replicate)
         print(f"{row['cell']} {replicate}: {row['path']} {row['error']:.4f} "
               f"({row['cpu']:.1f} CPU s)", flush=True)
@@ -355,10 +385,10 @@ def run_recheck(args):
           f"spectral stages took {seconds:.1f} s")
 
 
-def rows_for(replicates, suite=False):
+def rows_for(replicates, suite=False, simulators=SIMULATORS):
     """Rule rows of every cached fit among ``replicates``."""
     rows = []
-    for cell in (suite_cells() if suite else cells()):
+    for cell in (suite_cells() if suite else cells(simulators)):
         for replicate in replicates:
             row = rule_row(cell, replicate)
             if row is not None:
@@ -492,11 +522,16 @@ def calibration_figure(rows, path):
 def run_table(args):
     calibrate = list(range(1, args.calibrate + 1))
     report = list(range(args.calibrate + 1, args.replicates + 1))
-    grid_cal, suite_cal = rows_for(calibrate), rows_for(calibrate, suite=True)
-    grid_rep, suite_rep = rows_for(report), rows_for(report, suite=True)
-    print("## Calibration (replicates " + ", ".join(map(str, calibrate)) + ")\n")
-    print(calibration(grid_cal + suite_cal))
-    print("\n" + summary(grid_cal + suite_cal, "calibration, grid + suite"))
+    simulators = tuple(args.simulators)
+    grid_cal = rows_for(calibrate, simulators=simulators)
+    grid_rep = rows_for(report, simulators=simulators)
+    suite_cal, suite_rep = rows_for(calibrate, suite=True), rows_for(report, suite=True)
+    if K != 3:  # the suite is K = 3, and the rule was calibrated there
+        suite_cal, suite_rep = [], []
+    if grid_cal + suite_cal:
+        print("## Calibration (replicates " + ", ".join(map(str, calibrate)) + ")\n")
+        print(calibration(grid_cal + suite_cal))
+        print("\n" + summary(grid_cal + suite_cal, "calibration, grid + suite"))
     for label, rows in (("grid", grid_rep), ("suite", suite_rep)):
         if not rows:
             continue
@@ -551,10 +586,13 @@ def main(argv=None):
     parser.add_argument("--first", type=int, default=1,
                         help="first replicate to run")
     parser.add_argument("--part", help="i/N: run every N-th data set from the i-th")
-    parser.add_argument("--simulators", nargs="+", choices=SIMULATORS,
-                        default=SIMULATORS, help="the grid's cells of these only")
+    parser.add_argument("--K", type=int, default=3,
+                        help="components (other than 3: coalescent and bn cells)")
+    parser.add_argument("--simulators", nargs="+",
+                        choices=SIMULATORS + SIMULATORS_K[:1],
+                        help="the grid's cells of these only")
     parser.add_argument("--max-individuals", type=int,
-                        help="default: skip cells with more individuals")
+                        help="skip cells with more individuals")
     parser.add_argument("--suite", action="store_true",
                         help="the realistic suite's settings instead of the grid")
     parser.add_argument("--calibrate", type=int, default=1,
@@ -562,6 +600,9 @@ def main(argv=None):
     parser.add_argument("--figure", type=Path,
                         help="table: write the calibration PNG here")
     args = parser.parse_args(argv)
+    use_k(args.K)
+    if args.simulators is None:
+        args.simulators = SIMULATORS if args.K == 3 else SIMULATORS_K
     {"fits": run_fits, "default": run_default, "recheck": run_recheck,
      "table": run_table}[args.stage](args)
 
