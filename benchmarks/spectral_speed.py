@@ -3,13 +3,16 @@
 Issue 4's speed criterion: 500 individuals x 100,000 SNPs, K = 4 (msprime, the paper's
 demography with 4 populations), the spectral estimate (``refine=False``) against the
 project's accelerated ML EM run to convergence from a random start (ADMIXTURE's model
-and stopping rule), same thread count. ``--huge`` instead times the spectral estimate
-on 2,000 x 200,000, K = 6 (Balding-Nichols, generated in blocks) and prints its peak
-resident memory.
+and stopping rule), same thread count; ``--individuals``, ``--K`` and ``--snps`` change
+the cohort, and ``--spectral-only`` leaves out the ML fit. ``--huge`` instead times the
+spectral estimate on 2,000 x 200,000, K = 6 (Balding-Nichols, generated in blocks) and
+prints its peak resident memory.
 
 Usage::
 
     python benchmarks/spectral_speed.py [--threads 2] [--alpha 1.0]
+    python benchmarks/spectral_speed.py --individuals 2000 --snps 50000 --K 5 \\
+        --alpha 0.5 --threads 1 --spectral-only
     python benchmarks/spectral_speed.py --huge
 """
 
@@ -57,23 +60,32 @@ def main(argv=None):
     parser.add_argument("--snps", type=int, default=100_000)
     parser.add_argument("--max-iter", type=int, default=10_000,
                         help="EM iteration limit (the run must converge to count)")
+    parser.add_argument("--individuals", type=int, default=500)
+    parser.add_argument("--K", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=3, help="the simulation's seed")
+    parser.add_argument("--spectral-only", action="store_true",
+                        help="time the spectral estimate only")
     parser.add_argument("--huge", action="store_true")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     if args.huge:
         huge(args.threads)
         return
-    sim = simulate_admixture(500, 4, alpha=args.alpha, sequence_length=args.length,
-                             n_snps=args.snps, seed=3)
+    K = args.K
+    sim = simulate_admixture(args.individuals, K, alpha=args.alpha,
+                             sequence_length=args.length, n_snps=args.snps,
+                             seed=args.seed)
     G = sim.genotypes.dosage
-    print(f"data: {G.shape[0]} x {G.shape[1]}, K=4, alpha={args.alpha}", flush=True)
+    print(f"data: {G.shape[0]} x {G.shape[1]}, K={K}, alpha={args.alpha}", flush=True)
     clock = time.perf_counter()
-    spectral = fit_admixture(G, 4, seed=1, refine=False, threads=args.threads)
+    spectral = fit_admixture(G, K, seed=1, refine=False, threads=args.threads)
     t_spectral = time.perf_counter() - clock
     print(f"spectral: {t_spectral:.1f} s, Q error {q_error(sim.Q, spectral.Q):.4f}, "
           f"loglik {spectral.loglik:.1f}, timings {spectral.timings}", flush=True)
+    if args.spectral_only:
+        return
     clock = time.perf_counter()
-    ml = fit_ml(G, 4, init="random", seed=1, threads=args.threads,
+    ml = fit_ml(G, K, init="random", seed=1, threads=args.threads,
                 max_iter=args.max_iter)
     t_ml = time.perf_counter() - clock
     print(f"ML EM (random start): {t_ml:.1f} s, {ml.n_iter} iterations "

@@ -72,23 +72,30 @@ def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=None
         block_size = block_size_for(dosage.shape[0])
     for start in range(0, len(index), block_size):
         positions = np.arange(start, min(start + block_size, len(index)))
-        block = dosage[:, index[positions]]
-        x = block.astype(np.float64) * 0.5
+        block = np.take(dosage, index[positions], axis=1)
+        flipped = np.zeros(len(positions), bool) if flip is None else flip[positions]
         missing = block < 0
         if missing.any():
-            if fill is None:
-                observed = ~missing
-                counts = observed.sum(axis=0)
-                totals = np.where(observed, x, 0.0).sum(axis=0)
-                # a SNP with no call at all carries no information: 0.5
-                means = np.where(counts > 0, totals / np.maximum(counts, 1), 0.5)
-                x = np.where(missing, means[None, :], x)
-            else:
-                x = np.where(missing, fill(index[positions]), x)
-        if flip is not None:
-            f = flip[positions]
-            x[:, f] = 1.0 - x[:, f]
+            x = _imputed(block * 0.5, missing, fill, index[positions])
+            x *= np.where(flipped, -1.0, 1.0)
+        else:  # g / 2 with the sign of each column's allele in one pass
+            x = np.multiply(block, np.where(flipped, -0.5, 0.5), dtype=np.float64)
+        if flipped.any():
+            # -x + 1: the same bits as 1 - x, without gathering the flipped columns
+            x += flipped
         yield positions, x
+
+
+def _imputed(x, missing, fill, columns):
+    """``x`` with its missing entries imputed (``fill``, else each SNP's mean)."""
+    if fill is not None:
+        return np.where(missing, fill(columns), x)
+    observed = ~missing
+    counts = observed.sum(axis=0)
+    totals = np.where(observed, x, 0.0).sum(axis=0)
+    # a SNP with no call at all carries no information: 0.5
+    means = np.where(counts > 0, totals / np.maximum(counts, 1), 0.5)
+    return np.where(missing, means[None, :], x)
 
 
 def allele_frequencies(G: np.ndarray) -> np.ndarray:
