@@ -31,6 +31,20 @@ class TestFrequencyBlocks:
         np.testing.assert_array_equal(np.hstack([x for _, x in blocks]), whole)
         np.testing.assert_allclose(second_moments(blocks).M2, whole @ whole.T / 1000)
 
+    @pytest.mark.parametrize("missing", [False, True])
+    def test_frequency_blocks__flipped_columns_count_the_other_allele(self, missing):
+        # x = g / 2, a missing call its SNP's mean, then 1 - x where flipped
+        dosage = np.array([[0, 1, 2, 2], [2, -1 if missing else 1, 0, 1],
+                           [1, 2, 1, 0]], dtype=np.int8)
+        snps, flip = np.array([3, 1, 0]), np.array([True, True, False])
+        expected = dosage[:, snps] / 2.0
+        if missing:
+            expected[1, 1] = 0.75  # the mean of 1/2 and 1
+        expected[:, flip] = 1.0 - expected[:, flip]
+        x = np.hstack([x for _, x in frequency_blocks(dosage, snps=snps, flip=flip,
+                                                      block_size=2)])
+        np.testing.assert_array_equal(x, expected)
+
 
 def _scan_peak_bytes(n_snps: int) -> int:
     """Peak traced memory of a spectral scan of 300 individuals (data made before)."""
