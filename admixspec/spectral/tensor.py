@@ -230,13 +230,6 @@ class TensorEigenpairs:
         return len(self.values)
 
 
-def _newton_batch(T, U0, tol, max_iter):
-    """Run O-NCM on each row of ``U0``; returns final iterates (p, d)."""
-    U = np.array(U0, dtype=np.float64, order="C")
-    oncm(np.ascontiguousarray(T, dtype=np.float64), U, float(tol), int(max_iter))
-    return U
-
-
 def _dedup(vectors, dedup_tol):
     """Cluster rows that are the same pair up to sign; returns representative index
     per row (label array) and list of representative indices."""
@@ -402,7 +395,7 @@ def eigenpairs(
     U /= np.linalg.norm(U, axis=1, keepdims=True)
     done, end = 0, first_round
     while True:
-        U[done:end] = _newton_batch(T, U[done:end], tol, max_iter)
+        oncm(T, U[done:end], float(tol), int(max_iter))  # the round's rows, in place
         labels, reps, conv = _distinct(T, U[:end], scale, residual_tol, dedup_tol)
         n_new = _new_in_second_half(labels, conv, len(reps), end // 2)
         done = end
@@ -417,9 +410,9 @@ def eigenpairs(
             np.zeros(0, np.int64), end, 0, 0,
         )
     hits = np.bincount(labels, minlength=len(reps))
-    V = U[conv][reps]
+    V = U[conv[reps]]
     if polish > 0:
-        V = _newton_batch(T, V, 0.0, polish)
+        oncm(T, V, 0.0, int(polish))
     V, vals = _sign_normalised(T, V, scale)
     res = np.linalg.norm(tensor_apply(T, V) - vals[:, None] * V, axis=1)
     margins = _projected_margins(T, V, vals)
