@@ -74,13 +74,15 @@ def frequency_blocks(dosage, *, snps=None, flip=None, fill=None, block_size=None
         positions = np.arange(start, min(start + block_size, len(index)))
         block = np.take(dosage, index[positions], axis=1)
         flipped = np.zeros(len(positions), bool) if flip is None else flip[positions]
+        any_flipped = bool(flipped.any())
         missing = block < 0
         if missing.any():
             x = _imputed(block * 0.5, missing, fill, index[positions])
-            x *= np.where(flipped, -1.0, 1.0)
+            if any_flipped:
+                x *= np.where(flipped, -1.0, 1.0)
         else:  # g / 2 with the sign of each column's allele in one pass
             x = np.multiply(block, np.where(flipped, -0.5, 0.5), dtype=np.float64)
-        if flipped.any():
+        if any_flipped:
             # -x + 1: the same bits as 1 - x, without gathering the flipped columns
             x += flipped
         yield positions, x
