@@ -99,6 +99,7 @@ from admixspec.fit.choice import (
     choose_estimator,
 )
 from admixspec.ml.project import maximize_p
+from admixspec.simulate import _dirichlet_rows as dirichlet_rows  # the bn cells' draw
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / "results" / "choice_grid"
@@ -152,10 +153,7 @@ def simulate(cell, replicate):
                                        unadmixed_fraction=unadmixed, seed=seed)
         return sim.genotypes.dosage, sim.Q
     if simulator == "coalescent":
-        rng = np.random.default_rng(seed)
-        proportions = rng.dirichlet(np.full(K, alpha), size=m)
-        pure = int(round(unadmixed * m))
-        proportions[:pure] = np.eye(K)[np.arange(pure) % K]
+        proportions = dirichlet_rows(np.random.default_rng(seed), m, K, alpha, unadmixed)
         sim = simulate_admixture(m, K, proportions=proportions, n_snps=N_SNPS[m],
                                  block_rate=BLOCK_RATE, seed=seed)
         return sim.genotypes.dosage, sim.Q

@@ -30,8 +30,8 @@ from unittest import mock
 import numpy as np
 
 import admixspec
-from admixspec.core.frequencies import allele_counts
 from admixspec.fit.default import spectral_stage
+from admixspec.fit.monomorphic import monomorphic_snps
 from admixspec.spectral import estimate
 from admixspec.spectral.estimate import DEFAULT_WINDOWS
 from admixspec.spectral.tensor import eigenpairs
@@ -44,11 +44,11 @@ def every_start(T, *, n_starts=None, seed=None):
 
 
 def polymorphic(genotypes):
-    """Dosage and allele counts of the polymorphic SNPs."""
+    """Dosage and allele counts of the polymorphic SNPs (as the default fits them)."""
     G = np.asarray(genotypes.dosage)
-    counted, observed = allele_counts(G)
-    G = np.ascontiguousarray(G[:, (counted > 0) & (counted < observed)])
-    return G, allele_counts(G)
+    monomorphic, (counted, observed) = monomorphic_snps(G)
+    keep = ~monomorphic
+    return np.ascontiguousarray(G[:, keep]), (counted[keep], observed[keep])
 
 
 def compare(label, genotypes, K, truth=None, seed=1):
