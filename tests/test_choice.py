@@ -14,9 +14,12 @@ from admixspec import (
 )
 from admixspec.fit.choice import (
     ANCHOR_RADIUS,
+    CORNER_RANK,
+    CORNER_REACH,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
     choose_estimator,
+    corner_reach,
     extreme_neighbours,
     premise_absent,
     successive_projection,
@@ -74,6 +77,44 @@ class TestGeometry:
         assert choice.statistics["anchored_components"] == 3
         assert "3 of 3 components anchored" in choice.reason
 
+    def test_clusters_away_from_the_corners__keep_spectral(self):
+        # the anchored cloud above, shrunk towards the centre: its extremes
+        # still have clusters around them, but nobody is near a corner
+        rng = np.random.default_rng(2)
+        anchored = np.vstack([np.eye(3).repeat(MIN_NEAR_EXTREME, axis=0),
+                              rng.dirichlet([1, 1, 1], 40)])
+        shrunk = 0.5 * anchored + 0.5 / 3
+        choice = choose_estimator(shrunk, 0.6)
+        assert choice.statistics["anchored_components"] == 3
+        assert choice.statistics["components_at_corner"] == 0
+        assert max(choice.statistics["corner_reach"]) < CORNER_REACH
+        assert choice.estimator == "spectral"
+        assert "0 of 3 components reach" in choice.reason
+
+    @pytest.mark.parametrize(("at_corner", "estimator"),
+                             [(2, "spectral+ml"), (1, "spectral")])
+    def test_most_components_at_their_corner__decides(self, at_corner, estimator):
+        # every component anchored; the clusters of some are pulled off the corner
+        rng = np.random.default_rng(6)
+        corners = np.eye(3)
+        centre = np.full(3, 1 / 3)
+        pulled = np.array([c if k < at_corner else 0.4 * c + 0.6 * centre
+                           for k, c in enumerate(corners)])
+        Q = np.vstack([pulled.repeat(2 * MIN_NEAR_EXTREME, axis=0),
+                       rng.dirichlet([3, 3, 3], 60)])
+        choice = choose_estimator(Q, 0.6)
+        assert choice.statistics["anchored_components"] == 3
+        assert choice.statistics["components_at_corner"] == at_corner
+        assert choice.estimator == estimator
+
+    def test_corner_reach__is_the_rank_th_highest_proportion_of_each_component(self):
+        Q = np.random.default_rng(7).dirichlet([1, 1, 1], 40)
+        reach = corner_reach(Q)
+        for k in range(3):
+            assert np.count_nonzero(Q[:, k] >= reach[k]) == CORNER_RANK
+        # fewer individuals than the rank: the lowest proportion
+        np.testing.assert_array_equal(corner_reach(Q[:3]), Q[:3].min(axis=0))
+
     def test_unanchored_cloud__keeps_spectral(self):
         Q = np.random.default_rng(3).dirichlet([10, 10, 10], 60)
         choice = choose_estimator(Q, 0.6)
@@ -113,8 +154,11 @@ class TestGeometry:
         assert record["estimator"] == choice.estimator
         assert record["thresholds"] == {"min_rare_share": MIN_RARE_SHARE,
                                         "anchor_radius": ANCHOR_RADIUS,
-                                        "min_near_extreme": MIN_NEAR_EXTREME}
+                                        "min_near_extreme": MIN_NEAR_EXTREME,
+                                        "corner_rank": CORNER_RANK,
+                                        "corner_reach": CORNER_REACH}
         assert len(record["statistics"]["near_extreme"]) == 2
+        assert len(record["statistics"]["corner_reach"]) == 2
 
 
 class TestAgainstTruth:

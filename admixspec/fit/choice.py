@@ -14,7 +14,7 @@ frame down differs between the two estimators:
   or sequence data); where they are few and shared (genotyping arrays,
   Balding-Nichols drift) it is biased everywhere (Q error 0.09-0.18).
 
-So the rule asks two questions that need no refit:
+So the rule asks three questions that need no refit:
 
 1. **Is the spectral premise there at all?** The share of polymorphic SNPs
    whose minor allele frequency is at most 5%
@@ -37,8 +37,21 @@ So the rule asks two questions that need no refit:
    *every* component to be anchored, the rule's first form, kept the
    spectral estimate where one corner of three lacked anchors and ML was
    better: measured in docs/method.md.)
+3. **Do the anchored clusters sit at the corners?** A dense cloud has
+   clusters near its extremes by chance (the seed paper's alpha = 10 setting
+   at 200 individuals: 10 or more near each extreme, ML 2x the spectral
+   error). Where the spectral stage runs, rare alleles are plentiful and
+   its frame is close to the truth's, so how far its Q would have to be
+   stretched to put individuals at the corners is measured there: ML is
+   chosen only when, in more than half of the components, the
+   :data:`CORNER_RANK`-th highest spectral proportion reaches
+   :data:`CORNER_REACH` (:func:`corner_reach`). The spectral frame is that
+   estimate's own, so this gate is only as good as the estimate; it was
+   kept because it moved the default closer to the better estimator on
+   the replicates and on the K = 5 grid that no calibration saw
+   (docs/method.md).
 
-Both statistics come from what the spectral stage has already computed (its Q
+Every statistic comes from what the spectral stage has already computed (its Q
 and the allele counts), so the choice costs a few milliseconds and no pass
 over the genotypes. The thresholds were calibrated on replicate 1 of
 benchmarks/choice_grid.py and replicate 1 of the realistic suite and reported
@@ -54,10 +67,13 @@ import numpy as np
 
 __all__ = [
     "ANCHOR_RADIUS",
+    "CORNER_RANK",
+    "CORNER_REACH",
     "MIN_NEAR_EXTREME",
     "MIN_RARE_SHARE",
     "EstimatorChoice",
     "choose_estimator",
+    "corner_reach",
     "extreme_neighbours",
     "premise_absent",
     "successive_projection",
@@ -79,6 +95,16 @@ ANCHOR_RADIUS = 0.25
 #: Individuals (the extreme included) that an extreme needs in its
 #: neighbourhood to anchor its component.
 MIN_NEAR_EXTREME = 10
+#: The individual, by rank within its component, whose spectral proportion
+#: must reach :data:`CORNER_REACH` for the component to count as reaching its
+#: corner. With :data:`CORNER_REACH`, calibrated on the same replicate 1 as
+#: the anchor constants (ranks 1, 3, 5, 10, 20 x proportions 0.5-1 in steps of
+#: 0.02, the lowest mean log ratio averaged over each pair's neighbours,
+#: ``benchmarks/choice_tried.py rules``); reported on the other replicates and
+#: on the K = 5 grid (``choice_tried.py other-k``).
+CORNER_RANK = 5
+#: Spectral proportion the :data:`CORNER_RANK`-th individual must reach.
+CORNER_REACH = 0.76
 
 
 @dataclass
@@ -97,9 +123,12 @@ class EstimatorChoice:
         ``rare_allele_share``; ``near_extreme`` (list of K counts, the extreme
         included); ``anchored_components`` (how many of them reach
         ``min_near_extreme``); ``extremes`` (the K extreme individuals' row
-        indices); ``extreme_spacing`` (mean distance between the extremes in Q).
+        indices); ``extreme_spacing`` (mean distance between the extremes in Q);
+        ``corner_reach`` (list of K: :func:`corner_reach` of the spectral Q);
+        ``components_at_corner`` (how many of them reach ``corner_reach``).
     thresholds : dict
-        ``min_rare_share``, ``anchor_radius``, ``min_near_extreme``.
+        ``min_rare_share``, ``anchor_radius``, ``min_near_extreme``,
+        ``corner_rank``, ``corner_reach``.
     seconds : float
         Time the choice took.
     """
@@ -191,6 +220,31 @@ def extreme_neighbours(Q, *, radius=ANCHOR_RADIUS):
     return extremes, near.astype(np.int64), spacing
 
 
+def corner_reach(Q, *, rank=CORNER_RANK):
+    """Per component, the ``rank``-th highest proportion of Q.
+
+    How near the component's corner its ``rank`` most extreme individuals
+    are (the lowest proportion when Q has fewer than ``rank`` rows).
+
+    Parameters
+    ----------
+    Q : numpy.ndarray, float, shape (n_individuals, K)
+    rank : int
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (K,)
+
+    Examples
+    --------
+    >>> Q = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.5, 0.5]])
+    >>> corner_reach(Q, rank=2).tolist()
+    [0.8, 0.5]
+    """
+    Q = np.asarray(Q, dtype=np.float64)
+    return np.sort(Q, axis=0)[-min(int(rank), len(Q))]
+
+
 def premise_absent(rare_share, *,
                    min_rare_share=MIN_RARE_SHARE) -> EstimatorChoice | None:
     """The choice of maximum likelihood where the spectral premise is absent, else None.
@@ -232,8 +286,9 @@ def premise_absent(rare_share, *,
 
 
 def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
-                     radius=ANCHOR_RADIUS,
-                     min_near_extreme=MIN_NEAR_EXTREME) -> EstimatorChoice:
+                     radius=ANCHOR_RADIUS, min_near_extreme=MIN_NEAR_EXTREME,
+                     corner_rank=CORNER_RANK,
+                     corner_reach_min=CORNER_REACH) -> EstimatorChoice:
     """Spectral estimate or maximum likelihood (see the module notes).
 
     Parameters
@@ -243,9 +298,10 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
     rare_share : float
         Share of polymorphic SNPs with minor allele frequency <= 5%
         (:func:`admixspec.fit.default.rare_allele_share`).
-    min_rare_share, radius, min_near_extreme
+    min_rare_share, radius, min_near_extreme, corner_rank, corner_reach_min
         The thresholds (defaults: the calibrated :data:`MIN_RARE_SHARE`,
-        :data:`ANCHOR_RADIUS`, :data:`MIN_NEAR_EXTREME`).
+        :data:`ANCHOR_RADIUS`, :data:`MIN_NEAR_EXTREME`, :data:`CORNER_RANK`,
+        :data:`CORNER_REACH`).
 
     Returns
     -------
@@ -262,6 +318,9 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
     'spectral'
     >>> choose_estimator(rng.dirichlet([10, 10, 10], 50), 0.05).estimator
     'spectral+ml'
+    >>> shrunk = 0.3 * anchored + 0.7 / 3  # the same cloud, far from the corners
+    >>> choose_estimator(shrunk, 0.6).estimator
+    'spectral'
     """
     clock = time.perf_counter()
     extremes, near, spacing = extreme_neighbours(Q_spectral, radius=radius)
@@ -269,10 +328,19 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
                   "near_extreme": near.tolist(), "extremes": extremes.tolist(),
                   "extreme_spacing": spacing}
     thresholds = {"min_rare_share": min_rare_share, "anchor_radius": radius,
-                  "min_near_extreme": min_near_extreme}
+                  "min_near_extreme": min_near_extreme, "corner_rank": corner_rank,
+                  "corner_reach": corner_reach_min}
     counts = "/".join(str(c) for c in near.tolist())
     anchored = int(np.count_nonzero(near >= min_near_extreme)) if spacing > 0 else 0
     statistics["anchored_components"] = anchored
+    reach = corner_reach(Q_spectral, rank=corner_rank)
+    reached = int(np.count_nonzero(reach >= corner_reach_min))
+    statistics["corner_reach"] = reach.tolist()
+    statistics["components_at_corner"] = reached
+    shown = "/".join(f"{value:.2f}" for value in reach.tolist())
+    corner_sentence = (f"the {corner_rank} highest spectral proportions of each "
+                       f"component are at least {shown}: {reached} of {len(reach)} "
+                       f"components reach {corner_reach_min:g}")
     geometry = (f"{rare_share:.0%} of SNPs have a minor allele frequency <= 5% "
                 f"(>= {min_rare_share:.0%}) and the {len(near)} most extreme "
                 f"individuals of the spectral Q have {counts} individuals within "
@@ -282,11 +350,16 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
     absent = premise_absent(rare_share, min_rare_share=min_rare_share)
     if absent is not None:
         estimator, reason = "spectral+ml", absent.reason
-    elif 2 * anchored > len(near):
+    elif 2 * anchored > len(near) and 2 * reached > len(near):
         estimator = "spectral+ml"
-        reason = (f"{geometry}: most components have near-unadmixed individuals, "
-                  "which pin maximum likelihood's frame; maximum likelihood, as "
-                  "ADMIXTURE")
+        reason = (f"{geometry}; {corner_sentence}: most components have "
+                  "near-unadmixed individuals, which pin maximum likelihood's frame; "
+                  "maximum likelihood, as ADMIXTURE")
+    elif 2 * anchored > len(near):
+        estimator = "spectral"
+        reason = (f"{geometry}; but {corner_sentence}: the clusters at the "
+                  "cloud's extremes are admixed, and maximum likelihood would push "
+                  "them to the simplex's corners; keeping the spectral estimate")
     else:
         estimator = "spectral"
         reason = (f"{geometry}: most components lack near-unadmixed individuals, "
