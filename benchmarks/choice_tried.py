@@ -15,7 +15,8 @@ the output.
     * **anchor thresholds that grow with the sample**, ``c * m**beta``
       individuals within each radius of the extremes (a cloud of more
       individuals puts more near its extremes by chance);
-    * **a corner gate** on the rule of :mod:`admixspec.fit.choice` -- ML only
+    * **a corner gate** on the anchor rule -- kept since (the third question of
+      :mod:`admixspec.fit.choice`, after ``other-k`` below) -- ML only
       where, besides, most components have ``n`` individuals whose spectral
       proportion in it reaches a threshold (how far ML would have to stretch
       the spectral Q to put them at the corners);
@@ -34,6 +35,10 @@ the output.
     The infeasibility gate's statistic on the paper's setting at 200
     individuals and 80,000 SNPs (the suite has 20,000): does it move with the
     number of SNPs?
+``other-k``
+    The rule and the two gates, their constants calibrated at K = 3 as in
+    ``rules``, scored on the grid at ``--K`` (``choice_grid.py fits --K 5``):
+    data sets no calibration saw, per group of sizes.
 
 Usage::
 
@@ -41,6 +46,7 @@ Usage::
     python benchmarks/choice_tried.py mlfit
     python benchmarks/choice_tried.py realdata
     python benchmarks/choice_tried.py snps
+    python benchmarks/choice_tried.py other-k --K 5
 """
 
 from __future__ import annotations
@@ -89,10 +95,13 @@ def spread(Q):
                  / np.sqrt(1 - 1 / Q.shape[1]))
 
 
-def features():
-    """One dict per cached fit: errors, rare share, spread, anchor counts."""
+def features(cells=None):
+    """One dict per cached fit: errors, rare share, spread, anchor counts.
+
+    ``cells``: the grid's cells to read (default the K = 3 grid's and the suite's).
+    """
     out = []
-    for cell in choice_grid.cells() + choice_grid.suite_cells():
+    for cell in cells or choice_grid.cells() + choice_grid.suite_cells():
         for replicate in range(1, 6):
             cached = choice_grid.cached_fit(cell, replicate)
             if cached is None:
@@ -168,12 +177,16 @@ def calibrate(make_rule, grid, items, shape=None):
 
 
 def majority(item):
-    """The rule of admixspec.fit.choice (True: ML)."""
+    """The rule of admixspec.fit.choice without its corner gate (True: ML)."""
     return item["rare"] < MIN_RARE_SHARE or item["majority"]
 
 
 def corner_gate(n, t):
-    """ML where the rule says so and most components' n-th highest Q reaches t."""
+    """ML where the rule says so and most components' n-th highest Q reaches t.
+
+    With the calibrated (n, t) this is the rule of admixspec.fit.choice since the
+    corner gate was adopted (issue 19).
+    """
     def reached(item):
         corners = item["corner"][n]
         return 2 * sum(value >= t for value in corners) > len(corners)
@@ -214,7 +227,7 @@ def run_rules(args):
     print(line(f"anchors >= {c:.3g} m^{beta:g} within {radius:g} (calibrated)",
                lambda i: i["rare"] < MIN_RARE_SHARE or i[radius] >= c * i["m"] ** beta,
                items))
-    print(line("the rule of admixspec.fit.choice (majority of components with 10 "
+    print(line("the rule without its corner gate (majority of components with 10 "
                "within 0.25)", majority, items))
     (n, t), _ = calibrate(lambda n, t: corner_gate(n, t),
                           [(n, t) for n in CORNER_RANKS for t in CORNERS], items,
@@ -231,6 +244,44 @@ def run_rules(args):
             print(f"  {item['cell']}/{item['replicate']}: spread {item['spread']:.3f}, "
                   f"near-extreme {item[ANCHOR_RADIUS]}, "
                   f"spectral {item['spectral']:.3f}, ML {item['ml']:.3f}")
+
+
+def run_other_k(args):
+    """The gates calibrated at K = 3, scored on the grid at ``args.K`` (never seen)."""
+    items = features()
+    (n, t), _ = calibrate(lambda n, t: corner_gate(n, t),
+                          [(n, t) for n in CORNER_RANKS for t in CORNERS], items,
+                          shape=(len(CORNER_RANKS), len(CORNERS)))
+    (c,), _ = calibrate(lambda c: infeasibility_gate(c),
+                        [(c,) for c in INFEASIBILITIES], items)
+    choice_grid.use_k(args.K)
+    unseen = features(choice_grid.cells(choice_grid.SIMULATORS_K))
+    groups = {"all": unseen,
+              "spectral stage runs": [i for i in unseen if i["rare"] >= MIN_RARE_SHARE]}
+    for m in choice_grid.SIZES:
+        groups[f"{m} individuals"] = [i for i in unseen if i["m"] == m]
+    print(f"K = {args.K}: {len(unseen)} cached fits; constants calibrated at K = 3 "
+          f"(corner gate: {n}th highest >= {t:.2f}; infeasibility gate: {c:.3f})\n")
+    print("Per group: within 1.1x / within 1.25x of the better estimator / mean log "
+          "ratio / cells whose mean is over 1.1x (n data sets).\n")
+    print("| rule | " + " | ".join(groups) + " |")
+    print("|---|" + "---|" * len(groups))
+    for label, rule in (("the rule without the corner gate", majority),
+                        ("corner gate", corner_gate(n, t)),
+                        ("infeasibility gate", infeasibility_gate(c))):
+        parts = []
+        for group in groups.values():
+            w11, w125, log_ratio, failing = score(rule, group)
+            parts.append(f"{w11:.1%} / {w125:.1%} / {log_ratio:.4f} / {len(failing)} "
+                         f"({len(group)})")
+        print(f"| {label} | " + " | ".join(parts) + " |")
+    for label, rule in (("corner gate", corner_gate(n, t)),
+                        ("infeasibility gate", infeasibility_gate(c))):
+        moved = [i for i in unseen if rule(i) != majority(i)]
+        print(f"\n{label} moves {len(moved)} data sets from the rule's decision:")
+        for i in moved:
+            print(f"  {i['cell']}/{i['replicate']}: spectral {i['spectral']:.4f}, "
+                  f"ML {i['ml']:.4f}; the rule {'ML' if majority(i) else 'spectral'}")
 
 
 def run_mlfit(args):
@@ -290,10 +341,13 @@ def run_snps(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps"))
+    parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps",
+                                          "other-k"))
+    parser.add_argument("--K", type=int, default=5,
+                        help="other-k: the grid's K (choice_grid.py fits --K)")
     args = parser.parse_args(argv)
     {"rules": run_rules, "mlfit": run_mlfit, "realdata": run_realdata,
-     "snps": run_snps}[args.stage](args)
+     "snps": run_snps, "other-k": run_other_k}[args.stage](args)
 
 
 if __name__ == "__main__":

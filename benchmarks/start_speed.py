@@ -5,10 +5,13 @@ F_ST 0.1, Dirichlet(0.5), seed 12) and times
 :func:`admixspec.ml.start.subspace_starts` with ``fit_ml``'s default number of
 starts, split into the randomized SVD and the rest, ``--repeats`` times (the
 first run includes loading numba's cached kernels). Prints one JSON line per
-run. Compare trees with ``PYTHONPATH``:
+run. ``--data hapmap3`` (or ``1kg``, ``demo``) times the starts on a real data set
+as benchmarks/peers.py loads it instead. Compare trees with ``PYTHONPATH``:
 
   NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
       python benchmarks/start_speed.py --repeats 3
+  NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
+      python benchmarks/start_speed.py --data hapmap3 -K 4 --repeats 4
 """
 
 from __future__ import annotations
@@ -39,8 +42,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_cohort_arguments(ap)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--data", choices=("hapmap3", "1kg", "demo"),
+                    help="a real data set (benchmarks/peers.py) instead of the cohort")
     args = ap.parse_args(argv)
-    G = simulate_cohort(args).dosage
+    if args.data:
+        from peers import load  # the benchmarks' own loader, beside this script
+
+        G = load(args.data).dosage
+    else:
+        G = simulate_cohort(args).dosage
     svd_seconds = []
     timed_svd = initial._randomized_svd
 
