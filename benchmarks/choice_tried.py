@@ -39,6 +39,11 @@ the output.
     The rule and the two gates, their constants calibrated at K = 3 as in
     ``rules``, scored on the grid at ``--K`` (``choice_grid.py fits --K 5``):
     data sets no calibration saw, per group of sizes.
+``fresh``
+    The default's choice, with the spectral and spectral+ML errors, on fresh
+    draws of the seed paper's alpha = 10 setting at 200 individuals
+    (:func:`admixspec.simulate_admixture`, seeds 1-3, 20,000 and 60,000 SNPs),
+    where the corner gate does not always keep the spectral estimate.
 
 Usage::
 
@@ -47,6 +52,7 @@ Usage::
     python benchmarks/choice_tried.py realdata
     python benchmarks/choice_tried.py snps
     python benchmarks/choice_tried.py other-k --K 5
+    python benchmarks/choice_tried.py fresh
 """
 
 from __future__ import annotations
@@ -64,7 +70,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import choice_grid  # the grid's data sets and cached fits
 import realistic_suite
 
-from admixspec import fit_admixture, fit_ml, q_error, read_genotypes
+from admixspec import (
+    fit_admixture,
+    fit_ml,
+    q_error,
+    read_genotypes,
+    simulate_admixture,
+)
 from admixspec.fit.choice import (
     ANCHOR_RADIUS,
     MIN_NEAR_EXTREME,
@@ -339,15 +351,35 @@ def run_snps(args):
                 "spectral": q_error(spectral.Q, Q), "ml": q_error(ml.Q, Q)}), flush=True)
 
 
+def run_fresh(args):
+    """The default's choice on fresh draws of the paper's setting at 200 individuals."""
+    for n_snps in (20_000, 60_000):
+        for seed in (1, 2, 3):
+            sim = simulate_admixture(200, 3, alpha=10.0, n_snps=n_snps, seed=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                spectral, ml, default = (
+                    fit_admixture(sim.genotypes, 3, seed=0, refine=refine, threads=1)
+                    for refine in (False, True, "auto"))
+            statistics = default.diagnostics["choice"]["statistics"]
+            print(json.dumps({
+                "snps": n_snps, "seed": seed, "path": default.path,
+                "near_extreme": statistics["near_extreme"],
+                "corner_reach": [round(v, 3) for v in statistics["corner_reach"]],
+                "spectral": round(q_error(sim.Q, spectral.Q), 4),
+                "ml": round(q_error(sim.Q, ml.Q), 4),
+                "default": round(q_error(sim.Q, default.Q), 4)}), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps",
-                                          "other-k"))
+                                          "other-k", "fresh"))
     parser.add_argument("--K", type=int, default=5,
                         help="other-k: the grid's K (choice_grid.py fits --K)")
     args = parser.parse_args(argv)
     {"rules": run_rules, "mlfit": run_mlfit, "realdata": run_realdata,
-     "snps": run_snps, "other-k": run_other_k}[args.stage](args)
+     "snps": run_snps, "other-k": run_other_k, "fresh": run_fresh}[args.stage](args)
 
 
 if __name__ == "__main__":
