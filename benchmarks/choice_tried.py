@@ -81,6 +81,7 @@ from admixspec.fit.choice import (
     ANCHOR_RADIUS,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
+    corner_reach,
     extreme_neighbours,
 )
 
@@ -130,8 +131,7 @@ def features(cells=None):
             anchored = np.count_nonzero(near[ANCHOR_RADIUS] >= MIN_NEAR_EXTREME)
             item["majority"] = 2 * int(anchored) > Q.shape[1]
             # per component, the proportion its n-th highest individual reaches
-            ranked = np.sort(Q, axis=0)
-            item["corner"] = {n: ranked[-n].tolist() for n in CORNER_RANKS}
+            item["corner"] = {n: corner_reach(Q, rank=n).tolist() for n in CORNER_RANKS}
             item["infeasibility"] = row["diag_infeasibility"] / len(Q)
             out.append(item)
     return out
@@ -212,6 +212,16 @@ def infeasibility_gate(c):
                                                           and item["infeasibility"] >= c)
 
 
+def calibrated_gates(items):
+    """The corner gate's (n, t) and the infeasibility gate's c, calibrated on items."""
+    (n, t), _ = calibrate(lambda n, t: corner_gate(n, t),
+                          [(n, t) for n in CORNER_RANKS for t in CORNERS], items,
+                          shape=(len(CORNER_RANKS), len(CORNERS)))
+    (c,), _ = calibrate(lambda c: infeasibility_gate(c),
+                        [(c,) for c in INFEASIBILITIES], items)
+    return n, t, c
+
+
 def run_rules(args):
     items = features()
     print(f"{len(items)} cached fits\n")
@@ -241,13 +251,9 @@ def run_rules(args):
                items))
     print(line("the rule without its corner gate (majority of components with 10 "
                "within 0.25)", majority, items))
-    (n, t), _ = calibrate(lambda n, t: corner_gate(n, t),
-                          [(n, t) for n in CORNER_RANKS for t in CORNERS], items,
-                          shape=(len(CORNER_RANKS), len(CORNERS)))
+    n, t, c = calibrated_gates(items)
     print(line(f"corner gate: most components' {n}th highest >= {t:.2f} (calibrated, "
                "neighbour-averaged)", corner_gate(n, t), items))
-    (c,), _ = calibrate(lambda c: infeasibility_gate(c),
-                        [(c,) for c in INFEASIBILITIES], items)
     print(line(f"infeasibility gate: raw spectral Q >= {c:.3f} per individual off the "
                "simplex (calibrated)", infeasibility_gate(c), items))
     print("\nBalding-Nichols alpha = 10 data sets, spread and anchors:")
@@ -260,12 +266,7 @@ def run_rules(args):
 
 def run_other_k(args):
     """The gates calibrated at K = 3, scored on the grid at ``args.K`` (never seen)."""
-    items = features()
-    (n, t), _ = calibrate(lambda n, t: corner_gate(n, t),
-                          [(n, t) for n in CORNER_RANKS for t in CORNERS], items,
-                          shape=(len(CORNER_RANKS), len(CORNERS)))
-    (c,), _ = calibrate(lambda c: infeasibility_gate(c),
-                        [(c,) for c in INFEASIBILITIES], items)
+    n, t, c = calibrated_gates(features())
     choice_grid.use_k(args.K)
     unseen = features(choice_grid.cells(choice_grid.SIMULATORS_K))
     groups = {"all": unseen,
