@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from admixspec.core.frequencies import frequency_blocks
+from admixspec.spectral import denoise
 from admixspec.spectral.denoise import (
     complete_diagonal,
     masked_tensor_operator,
@@ -44,8 +45,9 @@ class TestCompleteDiagonal:
 
 
     def test_complete_diagonal__same_bits_every_call_above_dense_limit(self):
-        # Lanczos (m > 400) must not take ARPACK's varying random start: the same
-        # input gave different last bits from call to call, and so did every seed
+        # Lanczos (m > _DENSE_LIMIT) must not take ARPACK's varying random
+        # start: the same input gave different last bits from call to call,
+        # and so did every seed
         rng = np.random.default_rng(4)
         A = rng.random((450, 3))
         M = A @ A.T + np.diag(rng.random(450))
@@ -53,6 +55,16 @@ class TestCompleteDiagonal:
         for _ in range(3):
             again, _ = complete_diagonal(M, 3)
             assert again.tobytes() == first.tobytes()
+
+    def test_complete_diagonal__lanczos_agrees_with_dense(self, monkeypatch):
+        rng = np.random.default_rng(5)
+        A = rng.random((300, 4))
+        M = A @ A.T + np.diag(rng.random(300))
+        assert 300 > denoise._DENSE_LIMIT
+        lanczos, _ = complete_diagonal(M, 4)
+        monkeypatch.setattr(denoise, "_DENSE_LIMIT", 300)
+        dense, _ = complete_diagonal(M, 4)
+        np.testing.assert_allclose(lanczos, dense, rtol=1e-9, atol=1e-12)
 
 
 class TestWhiten:
