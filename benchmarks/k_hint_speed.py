@@ -13,6 +13,16 @@ LAPACK's workspace):
 
   NUMBA_NUM_THREADS=2 OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \\
       python benchmarks/k_hint_speed.py --caps 1000 2000 5000
+
+``--data hapmap3`` (or ``1kg``, ``demo``: ``peers.py``'s loader) takes a real data
+set instead; ``--dense-limits`` times the hint under each size limit of the dense
+eigensolver (:data:`admixspec.spectral.denoise._DENSE_LIMIT`; Lanczos above it),
+alternating, ``--repeats`` times each, in one process; ``--no-trace`` times
+without :mod:`tracemalloc`, whose bookkeeping slows the Lanczos iterations' many
+small arrays more than the dense solver (no allocation column then):
+
+  OPENBLAS_NUM_THREADS=1 python benchmarks/k_hint_speed.py --data hapmap3 \\
+      --caps 200 300 324 --seeds 0 --dense-limits 400 250 --repeats 3 --no-trace
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from start_speed import add_cohort_arguments, simulate_cohort
 
 from admixspec.fit.reference import reference_individuals
+from admixspec.spectral import denoise
 from admixspec.spectral.estimate import k_hint
 
 
@@ -36,24 +47,46 @@ def main(argv=None):
     add_cohort_arguments(ap)
     ap.add_argument("--caps", type=int, nargs="+", default=[1000, 2000, 5000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--data", choices=("hapmap3", "1kg", "demo"),
+                    help="a real data set (benchmarks/peers.py) instead of the cohort")
+    ap.add_argument("--dense-limits", type=int, nargs="+",
+                    help="time the hint under each dense-solver size limit")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--no-trace", action="store_true",
+                    help="time without tracemalloc (no allocation column)")
     args = ap.parse_args(argv)
-    genotypes = simulate_cohort(args)
+    if args.data:
+        from peers import load  # the benchmarks' own loader, beside this script
+
+        genotypes = load(args.data)
+    else:
+        genotypes = simulate_cohort(args)
+    limits = args.dense_limits or [denoise._DENSE_LIMIT]
     for cap in args.caps:
         for seed in args.seeds:
-            tracemalloc.start()
-            wall, cpu = time.perf_counter(), time.process_time()
-            rows = reference_individuals(genotypes.n_individuals, cap, seed=seed)
-            hint = k_hint(genotypes.dosage, individuals=rows, seed=seed,
-                          max_individuals=cap)
-            peak = tracemalloc.get_traced_memory()[1]
-            tracemalloc.stop()
-            print(json.dumps({
-                "individuals": hint.n_individuals, "seed": seed, "K": hint.K,
-                "gap": round(float(hint.ratios.max()), 2),
-                "wall": round(time.perf_counter() - wall, 2),
-                "cpu": round(time.process_time() - cpu, 2),
-                "peak_allocated_mib": round(peak / 2**20)}), flush=True)
+            for _ in range(args.repeats):
+                for limit in limits:
+                    denoise._DENSE_LIMIT = limit
+                    print(json.dumps({"dense_limit": limit,
+                                      **_timed_hint(genotypes, cap, seed,
+                                                     not args.no_trace)}), flush=True)
 
+
+def _timed_hint(genotypes, cap, seed, trace=True):
+    if trace:
+        tracemalloc.start()
+    wall, cpu = time.perf_counter(), time.process_time()
+    rows = reference_individuals(genotypes.n_individuals, cap, seed=seed)
+    hint = k_hint(genotypes.dosage, individuals=rows, seed=seed, max_individuals=cap)
+    peak = None
+    if trace:
+        peak = round(tracemalloc.get_traced_memory()[1] / 2**20)
+        tracemalloc.stop()
+    return {"individuals": hint.n_individuals, "seed": seed, "K": hint.K,
+            "gap": round(float(hint.ratios.max()), 2),
+            "wall": round(time.perf_counter() - wall, 3),
+            "cpu": round(time.process_time() - cpu, 3),
+            "peak_allocated_mib": peak}
 
 if __name__ == "__main__":
     main()
