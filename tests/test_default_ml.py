@@ -87,3 +87,25 @@ class TestDefaultMLHapMap3:
         assert default.path == "ml-svd"
         assert default.loglik == plain.loglik
         np.testing.assert_array_equal(default.Q, plain.Q)
+
+
+def test_fit_admixture__counts_alleles_once(monkeypatch):
+    # the monomorphic-SNP filter's counts serve the default's stages too: one
+    # pass over the genotypes, not one per layer
+    from admixspec.core import genotypes
+    from admixspec.fit import default, monomorphic
+
+    calls = []
+
+    def counting(G):
+        calls.append(G.shape)
+        return genotypes.allele_counts(G)
+
+    monkeypatch.setattr(monomorphic, "allele_counts", counting)
+    monkeypatch.setattr(default, "allele_counts", counting)
+    sim = simulate_balding_nichols(40, 1500, 2, fst=0.2, alpha=0.5, seed=3)
+    G = sim.genotypes.dosage.copy()
+    G[:, :4] = 0  # monomorphic SNPs, dropped from the fit and put back
+    result = fit_admixture(G, 2, seed=0)
+    assert calls == [G.shape]
+    assert result.P.shape == (1500, 2)

@@ -337,6 +337,9 @@ def fit_admixture(
         mask, counts = monomorphic_snps(genotypes)
         mask = mask if mask.any() else None
     fitted = genotypes if mask is None else np.ascontiguousarray(genotypes[:, ~mask])
+    # the fitted SNPs' counts, for the default not to count them again
+    fitted_counts = (counts if mask is None or counts is None
+                     else tuple(c[~mask] for c in counts))
 
     def fit_one(options: FitOptions) -> AdmixtureResult:
         if streamed:
@@ -345,7 +348,7 @@ def fit_admixture(
         # asked per fit: the runs after the first (runs > 1) are plain ML
         elif (everyone or n_individuals <= reference_size
               or (joint and _needs_no_spectral_stage(options, genotypes, counts))):
-            result = fit_in_memory(fitted, K, options)
+            result = fit_in_memory(fitted, K, options, counts=fitted_counts)
         else:
             result = fit_with_reference(fitted, K, reference_size=reference_size,
                                         chunk_size=chunk_size, options=options,

@@ -313,7 +313,7 @@ def _log_spectral(log, path, diagnostics):
 
 
 def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads,
-                log) -> AdmixtureResult:
+                log, counts=None) -> AdmixtureResult:
     """The default pipeline: spectral estimate, then maybe maximum likelihood.
 
     Parameters
@@ -324,6 +324,9 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
     refine, tol, max_iter, seed, windows, n_starts, threads
         As :func:`admixspec.fit_admixture`'s.
     log : FitLog
+    counts : tuple of numpy.ndarray, optional
+        ``(counted, observed)`` allele counts of G's SNPs, when the caller has
+        them (:func:`admixspec.core.genotypes.allele_counts`).
 
     Returns
     -------
@@ -331,7 +334,8 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
     """
     timings: dict = {}
     diagnostics: dict = {"version": __version__}
-    counts = allele_counts(G)  # one pass, shared by every stage below
+    if counts is None:  # one pass, shared by every stage below
+        counts = allele_counts(G)
     if K == 1:
         Q, P = _single_population(counts, G.shape[0])
         log.add("Estimator: single-population")

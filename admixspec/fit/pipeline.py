@@ -180,7 +180,8 @@ def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:
     result.log_lines = list(result.log_lines) + log.lines
 
 
-def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult:
+def fit_in_memory(G: np.ndarray, K: int, options: FitOptions, *,
+                  counts=None) -> AdmixtureResult:
     """Fit Q and P of genotypes in memory with the estimator ``options`` name.
 
     Cross-validation and the bootstrap (``options.cv``, ``options.bootstrap``)
@@ -193,6 +194,10 @@ def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult
         Checked dosage.
     K : int
     options : FitOptions
+    counts : tuple of numpy.ndarray, optional
+        ``(counted, observed)`` allele counts of ``G``'s SNPs
+        (:func:`admixspec.core.genotypes.allele_counts`), when the caller has
+        them: the default estimator then makes no pass of its own to count.
 
     Returns
     -------
@@ -211,7 +216,7 @@ def fit_in_memory(G: np.ndarray, K: int, options: FitOptions) -> AdmixtureResult
         result = _fit_plain_ml(G, K, o.init, seed=o.seed, **common)
     else:
         result = fit_default(G, K, refine=o.refine, seed=o.seed, windows=o.windows,
-                             n_starts=o.n_starts, **common)
+                             n_starts=o.n_starts, counts=counts, **common)
     logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path, result.loglik)
     log.add(f"Loglikelihood: {result.loglik:.6f}")
     result.history, result.log_lines = log.history, log.lines
