@@ -268,8 +268,9 @@ def _best_ml_fit(G, K, starts, *, screen, tol, max_iter, seed, threads, log):
     the spectral Q (P completed by least squares). With ``screen`` (the
     default chose ML) the fit is plain ML's -- :func:`fit_ml` for the same
     seed, from its own SVD + subspace ALS starts -- with the spectral
-    estimate screened beside them (``extra_starts``, ranked by its own
-    log-likelihood as they are), and only the best start runs on: one fit,
+    estimate screened beside them (``extra_starts``, ranked as they are, by
+    the log-likelihood after :data:`admixspec.ml.refine.SCREEN_ITER`
+    iterations), and only the best start runs on: one fit,
     never a second one from the spectral estimate alone (from it, 1000
     Genomes at K = 5 took 201 iterations against plain ML's 97, and on
     ADAMIXTURE's demo data at K = 7 it ended 1,400 log-likelihood units below
