@@ -10,8 +10,8 @@ repeats the fits from several SVD-start seeds (K = 4 and 5 have several local
 optima: which one a fit reaches depends on its start, for ADMIXTURE too);
 ``--starts`` sets how many starts the fit screens (``fit_ml``'s default: 5;
 the passes count all of them) and ``--screen-iter`` for how many iterations
-(default: none, by the starts' own log-likelihoods); ``start`` is the one it
-continued.
+(default: ``fit_ml``'s, :data:`admixspec.ml.refine.SCREEN_ITER`); ``start`` is
+the one it continued.
 ``--default`` fits with ``fit_admixture`` (the default pipeline: spectral
 estimate, held-out choice, ML) instead of ``fit_ml``.
 
