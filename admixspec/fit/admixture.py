@@ -94,6 +94,26 @@ def _resolve_method(method, init, labels, P):
     return method, init
 
 
+def _fitted_snps(genotypes, method, streamed):
+    """The SNPs a fit estimates: all but the monomorphic ones, and their counts.
+
+    Returns ``(mask, counts, fitted, fitted_counts)``: the monomorphic SNPs
+    (None when there are none or every SNP is fitted), the allele counts of
+    all SNPs and of the fitted ones (None when not counted), and the fitted
+    genotypes. The fitted SNPs' counts go to the default, which would
+    otherwise count them again.
+    """
+    if streamed or method == "projection":
+        # the streamed filters drop monomorphic SNPs as they read; with P
+        # fixed, every SNP tells the components apart
+        return None, None, genotypes, None
+    mask, counts = monomorphic_snps(genotypes)
+    if not mask.any():
+        return None, counts, genotypes, counts
+    return (mask, counts, np.ascontiguousarray(genotypes[:, ~mask]),
+            tuple(c[~mask] for c in counts))
+
+
 def _check_streamed(options: FitOptions) -> None:
     wanted = [name for name in _IN_MEMORY_ONLY
               if getattr(options, name) is not None
@@ -327,19 +347,9 @@ def fit_admixture(
     joint = reference_size is None
     reference_size = reference_size or DEFAULT_REFERENCE_SIZE
 
-    counts = None
     if streamed:
         _check_streamed(options)
-        mask = None  # the streamed filters drop monomorphic SNPs as they read
-    elif method == "projection":
-        mask = None  # with P fixed, every SNP tells the components apart
-    else:
-        mask, counts = monomorphic_snps(genotypes)
-        mask = mask if mask.any() else None
-    fitted = genotypes if mask is None else np.ascontiguousarray(genotypes[:, ~mask])
-    # the fitted SNPs' counts, for the default not to count them again
-    fitted_counts = (counts if mask is None or counts is None
-                     else tuple(c[~mask] for c in counts))
+    mask, counts, fitted, fitted_counts = _fitted_snps(genotypes, method, streamed)
 
     def fit_one(options: FitOptions) -> AdmixtureResult:
         if streamed:
