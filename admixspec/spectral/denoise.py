@@ -33,10 +33,11 @@ __all__ = [
 
 #: Above this size the top eigenpairs come from Lanczos iterations (eigsh),
 #: warm-started from the previous iteration's vectors. The K hint (a rank-10
-#: completion) on subsamples of the HapMap3 tutorial data took, dense against
-#: Lanczos: 0.15 against 0.16 s at 200 individuals, 0.22 against 0.15 s at
-#: 250, 0.39 against 0.17 s at 324 (one thread; same hint, eigenvalues within
-#: 1e-15).
+#: completion) on the HapMap3 tutorial data took, dense against Lanczos: 0.11-0.17
+#: against 0.16-0.22 s at 150 individuals, about the same at 200, 0.23-0.27
+#: against 0.13-0.15 s at 250 and 0.49-0.53 against 0.28-0.30 s at 324 (one
+#: thread, the same hint; docs/benchmarks.md, benchmarks/k_hint_speed.py
+#: --dense-limits).
 _DENSE_LIMIT = 250
 
 
