@@ -35,7 +35,7 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from start_speed import add_cohort_arguments, simulate_cohort
+from start_speed import add_cohort_arguments, cohort_genotypes
 
 from admixspec.fit.reference import reference_individuals
 from admixspec.spectral import denoise
@@ -47,20 +47,13 @@ def main(argv=None):
     add_cohort_arguments(ap)
     ap.add_argument("--caps", type=int, nargs="+", default=[1000, 2000, 5000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--data", choices=("hapmap3", "1kg", "demo"),
-                    help="a real data set (benchmarks/peers.py) instead of the cohort")
     ap.add_argument("--dense-limits", type=int, nargs="+",
                     help="time the hint under each dense-solver size limit")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--no-trace", action="store_true",
                     help="time without tracemalloc (no allocation column)")
     args = ap.parse_args(argv)
-    if args.data:
-        from peers import load  # the benchmarks' own loader, beside this script
-
-        genotypes = load(args.data)
-    else:
-        genotypes = simulate_cohort(args)
+    genotypes = cohort_genotypes(args)
     limits = args.dense_limits or [denoise._DENSE_LIMIT]
     for cap in args.caps:
         for seed in args.seeds:

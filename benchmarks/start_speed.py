@@ -26,10 +26,14 @@ from admixspec.ml.refine import DEFAULT_STARTS
 
 
 def add_cohort_arguments(parser):
-    """``--individuals``, ``--snps`` and ``-K`` of :func:`simulate_cohort`."""
+    """``--individuals``, ``--snps`` and ``-K`` of :func:`simulate_cohort`, and
+    ``--data`` for a real data set instead (:func:`cohort_genotypes`)."""
     parser.add_argument("--individuals", type=int, default=10_000)
     parser.add_argument("--snps", type=int, default=50_000)
     parser.add_argument("-K", type=int, default=5)
+    parser.add_argument("--data", choices=("hapmap3", "1kg", "demo"),
+                        help="a real data set (benchmarks/peers.py) instead of the "
+                             "cohort")
 
 
 def simulate_cohort(args):
@@ -38,19 +42,21 @@ def simulate_cohort(args):
                                     alpha=0.5, seed=12).genotypes
 
 
+def cohort_genotypes(args):
+    """``--data``'s genotypes (as peers.py loads them), or the cohort's."""
+    if args.data:
+        from peers import load  # the benchmarks' own loader, beside this script
+
+        return load(args.data)
+    return simulate_cohort(args)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_cohort_arguments(ap)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--data", choices=("hapmap3", "1kg", "demo"),
-                    help="a real data set (benchmarks/peers.py) instead of the cohort")
     args = ap.parse_args(argv)
-    if args.data:
-        from peers import load  # the benchmarks' own loader, beside this script
-
-        G = load(args.data).dosage
-    else:
-        G = simulate_cohort(args).dosage
+    G = cohort_genotypes(args).dosage
     svd_seconds = []
     timed_svd = initial._randomized_svd
 
