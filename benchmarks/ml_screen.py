@@ -84,7 +84,8 @@ def every_start(G, args):
             fit = admixspec.fit_ml(G, args.K, Q0=Q, P0=P, threads=1,
                                    callback=lambda info, path=path:
                                    path.append(info.loglik))
-            chains[seed].append({"own": own, "path": path, "end": fit.loglik})
+            # what a screen of s iterations ranks by: scores[s] (s = 0: own)
+            chains[seed].append({"scores": [own, *path], "end": fit.loglik})
             print(json.dumps({
                 "data": args.data, "K": args.K, "seed": seed, "start": k,
                 "own_loglik": round(own, 2), "end": round(fit.loglik, 2),
@@ -93,14 +94,11 @@ def every_start(G, args):
     for screen in args.screens:
         gaps, added = [], []
         for runs in chains.values():
-            def score(run, screen=screen):
-                if screen == 0:
-                    return run["own"]
-                return run["path"][min(screen, len(run["path"])) - 1]
-            kept = max(range(len(runs)), key=lambda k: score(runs[k]))
+            # a start that converges within the screen stops there
+            ran = [min(screen, len(r["scores"]) - 1) for r in runs]
+            kept = max(range(len(runs)), key=lambda k: runs[k]["scores"][ran[k]])
             gaps.append(round(max(r["end"] for r in runs) - runs[kept]["end"], 1))
-            added.append(sum(min(screen, len(r["path"])) for k, r in enumerate(runs)
-                             if k != kept))
+            added.append(sum(ran) - ran[kept])
         print(f"screen_iter {screen}: gaps to each seed's best end {gaps}, mean "
               f"{sum(gaps) / len(gaps):.1f}; iterations added {added}")
 
