@@ -103,3 +103,23 @@ def test_every_pass_goes_through_map(problem):
     engine.em(Q, P)
     BlockNewton(engine).step(Q, P)
     assert source.calls == 3
+
+
+def test_count_observed__holds_a_block_not_a_second_matrix(monkeypatch):
+    # an in-memory engine counts each individual's calls once; a boolean copy of
+    # G whole doubled the memory of a 5,000 x 107,374 reference sample (512 MiB)
+    import tracemalloc
+
+    from admixspec.core import chunks
+
+    monkeypatch.setattr(chunks, "_COUNT_BYTES", 2**16)
+    rng = np.random.default_rng(3)
+    G = rng.integers(-1, 3, size=(200, 5000), dtype=np.int8)
+    tracemalloc.start()
+    try:
+        observed = chunks.count_observed(G)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(observed, (G >= 0).sum(axis=1))
+    assert peak < G.nbytes / 4
