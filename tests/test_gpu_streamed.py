@@ -255,8 +255,8 @@ def test_engine_over_a_streamed_bed__equals_the_in_memory_cuda_engine(streamed):
 
 
 def test_host_memory__one_chunk_while_copying_none_per_pass(streamed):
-    if not streamed["simulated"]:
-        pytest.skip("the meter runs under the simulator")
+    if not streamed["simulated"]:  # the meter needs the simulator's host "device"
+        pytest.skip("a CUDA device is present")
     small, large = streamed["memory"]
     assert large["n_snps"] == 4 * small["n_snps"]
     assert small["int8_bytes"] == 1000 * 10_000
