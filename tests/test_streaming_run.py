@@ -59,13 +59,32 @@ def test_streamed_projection_equals_the_in_memory_one(cohort):
     # the reference's IDs, as an in-memory run writes them
     assert ((folder / "str_ref.3.ref").read_text()
             == (folder / "mem_ref.3.ref").read_text())
-    # the reference's IDs, as an in-memory run writes them
-    assert ((folder / "str_ref.3.ref").read_text()
-            == (folder / "mem_ref.3.ref").read_text())
     info = streamed["diagnostics"]["streamed"]
     assert info["projection_chunk_size"] == 2**20 // 6000  # half the budget's worth
     assert len(info["projection_iterations"]) == 2  # 200 others in two chunks
     assert streamed["loglik"] == pytest.approx(mem["loglik"], rel=1e-7)
+
+
+def test_streamed_ml__no_least_squares_pass_over_the_file(cohort, monkeypatch):
+    # the EM passes on P start from the reference fit's P, the projection from
+    # uniform proportions: no least-squares start, which would decode the file
+    # on the host (on a GPU the passes themselves run on the device)
+    from admixspec.ml import project as project_module
+
+    calls = []
+
+    def counting(function):
+        def counted(genotypes, *args):
+            calls.append((function.__name__, isinstance(genotypes, np.ndarray)))
+            return function(genotypes, *args)
+        return counted
+
+    for name in ("least_squares_p", "least_squares_q"):
+        monkeypatch.setattr(project_module, name, counting(getattr(project_module, name)))
+    folder, _ = cohort
+    _, streamed, _ = _run(folder, "no_ls", "--memory", 1)
+    assert streamed["path"].startswith("ml-svd") and "+streamed" in streamed["path"]
+    assert not [call for call in calls if not call[1]], calls
 
 
 def test_a_budget_that_holds_the_matrix_reads_it(cohort):

@@ -51,9 +51,9 @@ class PGivenQ(NamedTuple):
     passes: int
 
 
-def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None,
+def maximize_p(G, Q, *, P0=None, max_passes=20, relative_tol=1e-7, threads=None,
                engine=None) -> PGivenQ:
-    """Allele frequencies for a fixed Q by ML: least squares, then EM on P.
+    """Allele frequencies for a fixed Q by ML: least squares (or ``P0``), then EM on P.
 
     Every EM step raises the likelihood; the steps stop when one gains less
     than ``relative_tol * |loglik|`` or after ``max_passes`` passes over the
@@ -66,6 +66,10 @@ def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None,
     G : numpy.ndarray, int8, shape (n_individuals, n_snps), or GenotypeChunks
         Checked dosage, or a chunk source.
     Q : numpy.ndarray, float64, shape (n_individuals, K)
+    P0 : numpy.ndarray, float64, shape (n_snps, K), optional
+        Start of the EM passes instead of the least-squares P, which takes a
+        pass over ``G`` on the host (for genotypes on a GPU, a decode of the
+        file there).
     max_passes : int
     relative_tol : float
     threads : int, optional
@@ -80,7 +84,8 @@ def maximize_p(G, Q, *, max_passes=20, relative_tol=1e-7, threads=None,
     with thread_limit(threads):
         engine = Engine(G, Q.shape[1]) if engine is None else engine
         # through the engine's chunks: G placed once (a Dask cluster would take it twice)
-        P = np.clip(least_squares_p(engine.chunks, Q), P_MIN, P_MAX)
+        P = least_squares_p(engine.chunks, Q) if P0 is None else P0
+        P = np.clip(P, P_MIN, P_MAX)
         previous = -np.inf
         passes = 0
         for passes in range(1, max_passes + 1):  # noqa: B007 - returned after the loop
