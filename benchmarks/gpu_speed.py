@@ -50,8 +50,8 @@ fails says so. The recipe, less torch and the GPU, was run in a Python 3.12
 environment holding the image's other packages: every row but
 neural-admixture's worked.)
 
-``--biobank`` (issue 20's GPU setting; run on an H100 at ``e75eacd``, results
-in docs/gpu.md): admixspec's default end to end
+``--biobank`` (issue 20's GPU setting; run on an H100 at ``e75eacd`` and
+``9bd274b``, results in docs/gpu.md): admixspec's default end to end
 (``admixspec run --device cuda --memory 1024``: the .bed is streamed, the
 reference fit in memory, the rest on the GPU from the file's own bytes) and
 ADAMIXTURE 1.8.8 (``--device gpu --tol 1e-4``) on one Balding-Nichols .bed of
@@ -69,11 +69,11 @@ On a device machine, with admixspec's dependencies missing from the image
 zstandard) in .whl, the repository on PYTHONPATH:
   python3 benchmarks/gpu_speed.py --biobank --threads 16 --timeout 200 \
       --warm-up --workdir /tmp/bb 2>&1 | tee $OUT/biobank.log
-(420 s at most; 106 s of it admixspec's run, 11 s writing the file). ADAMIXTURE's
-first run on a fresh machine compiles its CUDA extensions (182 s on the H100)
-and outlasted the 200 s; its row came from a second call on the still-warm
-machine (the file and the compiled extensions kept), ``--skip admixspec
---timeout 300``, 44 s.
+(at ``9bd274b``: 91 s of it admixspec's run, 12–14 s writing the file).
+ADAMIXTURE's first run on a fresh machine builds its CUDA extensions (182–192 s
+on the H100; building them beforehand in other processes did not spare it);
+its second run, in a second call on the still-warm machine (the file and the
+built extensions kept), ``--skip admixspec --timeout 200``, took 44 s.
 """
 
 from __future__ import annotations
