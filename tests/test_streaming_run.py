@@ -80,7 +80,8 @@ def test_streamed_ml__no_least_squares_pass_over_the_file(cohort, monkeypatch):
         return counted
 
     for name in ("least_squares_p", "least_squares_q"):
-        monkeypatch.setattr(project_module, name, counting(getattr(project_module, name)))
+        original = getattr(project_module, name)
+        monkeypatch.setattr(project_module, name, counting(original))
     folder, _ = cohort
     _, streamed, _ = _run(folder, "no_ls", "--memory", 1)
     assert streamed["path"].startswith("ml-svd") and "+streamed" in streamed["path"]
