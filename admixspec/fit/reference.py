@@ -166,9 +166,11 @@ def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads,
         G = read(chunk)
         # From uniform proportions, not least squares: the likelihood is concave
         # in Q for a fixed P, so the start changes only the iterations (0 or 1
-        # more on Balding-Nichols data, the same Q to 1e-10), while least
-        # squares is a pass over the chunk on the host, for a GPU a decode of
-        # the file (14.1 s of the 91.4 s of a 10,000 x 500,000 run, docs/gpu.md).
+        # more on four Balding-Nichols settings, the same Q to 1e-10; 35 against
+        # 29 over the five chunks of a streamed CPU run, docs/benchmarks.md),
+        # while least squares is a pass over the chunk on the host, for a GPU a
+        # decode of the file (14.1 s of the 91.4 s of a 10,000 x 500,000 run,
+        # docs/gpu.md).
         Q_chunk = project(G, P, Q0=np.full((len(chunk), K), 1 / K), tol=tol,
                           max_iter=max_iter, threads=threads, callback=counter.append)
         if covariance is not None:  # on a GPU, G is the chunk's streamed source
