@@ -153,7 +153,8 @@ def spectral_stage(G, K, *, counts, windows, n_starts, seed) -> SpectralStage:
         )
 
     best, scan_log = scan()
-    if best is not None and best.Q is not None and np.any(G < 0):
+    # a SNP with fewer than 2 m observed alleles has a missing call: no m x n mask
+    if best is not None and best.Q is not None and np.any(counts[1] < 2 * m):
         logger.info("missing genotypes: rescanning with model-based imputation")
         diagnostics["missing_imputation"] = "model (Q P^T of a first pass)"
         best, scan_log = scan(_model_fill(G, best.Q))

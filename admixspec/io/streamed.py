@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.chunks import chunk_bounds
+from ..core.chunks import chunk_bounds, count_observed
 from ..core.filters import apply_filters
 from ..core.genotypes import Genotypes, placeholder_variants, snp_statistics
 from .errors import reading
@@ -261,7 +261,7 @@ def _chunk_filters(chunks: StreamedChunks, options: dict):
         variants["pos"] = np.arange(start, stop)
         part = apply_filters(Genotypes(chunk.copy(), samples, variants), **options)
         kept.append(part.variants["pos"].to_numpy(dtype=np.int64))
-        observed += (part.dosage >= 0).sum(axis=1)
+        observed += count_observed(part.dosage)
         for entry in part.filter_log:
             total = log.setdefault(entry["filter"], dict(entry, removed=0))
             total["removed"] += entry["removed"]
