@@ -81,5 +81,6 @@ def _timed_hint(genotypes, cap, seed, trace=True):
             "cpu": round(time.process_time() - cpu, 3),
             "peak_allocated_mib": peak}
 
+
 if __name__ == "__main__":
     main()

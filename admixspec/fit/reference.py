@@ -386,9 +386,10 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
         reference = source.subset(rows=rows)
         if len(snps) < n:
             engine = make_engine(reference, K)  # a GPU's reads the file once, here
+            refine = "ml" in fit.path
             P = maximize_p(reference, Q_ref, threads=o.threads, engine=engine,
-                           P0=_p_start(fit, snps, n) if "ml" in fit.path else None).P
-            if "ml" in fit.path:
+                           P0=_p_start(fit, snps, n) if refine else None).P
+            if refine:
                 logger.info("reference: maximum likelihood on all %d SNPs, streamed", n)
                 refined = _ml_from(engine, Q_ref, P, tol=o.tol,
                                        max_iter=o.max_iter, seed=o.seed,
