@@ -100,6 +100,19 @@ class TestBlockNewton:
             Qe, Pe, _ = engine.em(Qe, Pe)
         assert loglikelihood(G, Qn, Pn) > loglikelihood(G, Qe, Pe)
 
+    def test_step__q_half_uses_the_p_rows_kept_after_em_fallbacks(self, sim_fixture):
+        # the kernel takes the Q statistics in the sweep that measures each Newton
+        # row and moves those of the rows that fall back to EM: the map must still
+        # be its definition, a Q step at the P it returns
+        G = sim_fixture.genotypes.dosage.copy()
+        G[np.random.default_rng(3).random(G.shape) < 0.05] = -1  # missing calls
+        newton = BlockNewton(Engine(G, 3))
+        Q, P, _ = newton.step(*random_init(*G.shape, 3, seed=0))
+        Q1, P1, _ = newton.step(Q, P)  # the second map has rows that fall back
+        assert newton.em_rows > 0
+        Q_at_p1, _, _ = BlockNewton(Engine(G, 3)).step(Q, P1, update_p=False)
+        np.testing.assert_allclose(Q1, Q_at_p1, rtol=1e-12, atol=1e-14)
+
     def test_step__frozen_rows_and_fixed_p_are_kept(self, sim_fixture):
         G = sim_fixture.genotypes.dosage
         Q, P = random_init(*G.shape, 3, seed=2)

@@ -15,9 +15,12 @@ Both blocks' gradients and Hessians are sums over the genotypes of
 ``f``). The kernel reads each SNP block of the int8 dosage matrix from memory
 once: it sweeps the block (64 SNPs x all individuals, which stays in cache)
 for the P statistics, solves the block's P steps, and sweeps it again with
-the new P for the Q statistics, so one map costs one read of the genotypes
-and two sweeps of arithmetic. The log-likelihood of the input ``(Q, P)``
-comes out of the first sweep.
+the new P for the Q statistics, measuring each new P row's log-likelihood on
+the way, so one map costs one read of the genotypes and two sweeps of
+arithmetic. A row that the check finds worse than before takes its EM update
+and has its Q statistics moved to that row (a few per cent of the rows, in
+the last maps of a fit). The log-likelihood of the input ``(Q, P)`` comes out
+of the first sweep.
 
 Each Newton step maximises the quadratic model ``g.d - d'Cd/2`` under the
 row's constraints by a small primal active-set method (all rows at once,
@@ -71,9 +74,9 @@ class BlockNewton:
     Attributes
     ----------
     sweeps : int
-        Sweeps of arithmetic over the genotypes: when P is updated, three
-        per map (the P statistics, the check of the P step, the Q
-        statistics), each over a block while it is in cache; else one.
+        Sweeps of arithmetic over the genotypes: when P is updated, two
+        per map (the P statistics; the Q statistics with the check of the P
+        step), each over a block while it is in cache; else one.
     em_rows : int
         P rows whose Newton step lowered their log-likelihood and which took
         their EM update instead.
@@ -112,7 +115,7 @@ class BlockNewton:
         P_new = join_rows(rows, P) if update_p else P
         self.em_rows += int(em_rows)
         eng.passes += 1
-        self.sweeps += 3 if update_p else 1
+        self.sweeps += 2 if update_p else 1
         return self.q_step(Q, stats), P_new, float(ll)
 
     def q_step(self, Q, stats):

@@ -16,8 +16,6 @@ from . import FAST
 from .likelihood import (
     LOG_EVERY,
     block_frequencies,
-    block_snp_logliks,
-    flush_logs,
     flush_snp_logs,
     genotype_factor,
     load_block,
@@ -253,8 +251,10 @@ def genotype_weights(G, i, j0, L, s1, want_ll):
         gf = np.float64(g) if observed else 0.0
         hf = 2.0 - gf if observed else 0.0
         fj = f[jj]
-        r1 = 1.0 / fj
-        r2 = 1.0 / (1.0 - fj)
+        # one division, not two: the sweep's slowest instruction
+        r = 1.0 / (fj * (1.0 - fj))
+        r1 = (1.0 - fj) * r
+        r2 = fj * r
         a = gf * r1
         b = hf * r2
         ga[jj] = a
@@ -340,11 +340,11 @@ def em_where_worse(PT, gP, A, L, ll_old, ll_new, PN):
 
 
 @numba.njit(cache=True, error_model="numpy", fastmath=True)
-def q_statistics(G, Q, PT, j0, L, tri_r, tri_c, PP, stats, want_ll, s1):
+def q_statistics(G, Q, PT, j0, L, tri_r, tri_c, PP, stats, s1, llj):
     """Sweep one block at (Q, P): add each individual's gradient, curvature to ``stats``.
 
-    ``stats`` (m, K + K(K+1)/2). Returns the block's log-likelihood when
-    ``want_ll`` (else 0).
+    ``stats`` (m, K + K(K+1)/2); ``llj[:L]`` receives each SNP's
+    log-likelihood at (Q, P).
     """
     m, K = Q.shape
     nt = tri_r.shape[0]
@@ -352,16 +352,15 @@ def q_statistics(G, Q, PT, j0, L, tri_r, tri_c, PP, stats, want_ll, s1):
     for s in range(nt):
         for jj in range(L):
             PP[s, jj] = PT[tri_r[s], jj] * PT[tri_c[s], jj]
-    ll = 0.0
+    llj[:L] = 0.0
     since = 0
     for i in range(m):
         block_frequencies(Q, i, PT, L, f)
-        genotype_weights(G, i, j0, L, s1, want_ll)
-        if want_ll:
-            since += 1
-            if since == LOG_EVERY:
-                ll += flush_logs(prod, L)
-                since = 0
+        genotype_weights(G, i, j0, L, s1, True)
+        since += 1
+        if since == LOG_EVERY:
+            flush_snp_logs(prod, L, llj)
+            since = 0
         for k in range(K):
             acc = 0.0
             for jj in range(L):
@@ -372,9 +371,46 @@ def q_statistics(G, Q, PT, j0, L, tri_r, tri_c, PP, stats, want_ll, s1):
             for jj in range(L):
                 acc += PP[s, jj] * w2[jj]
             stats[i, K + s] += acc
-    if want_ll:
-        ll += flush_logs(prod, L)
-    return ll
+    flush_snp_logs(prod, L, llj)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def restate_q_statistics(G, Q, newton, PN, j0, L, ll_old, ll_new, tri_r, tri_c, stats,
+                         cols):
+    """Move the Q statistics of the SNPs that fell back to EM onto their EM rows.
+
+    :func:`q_statistics` swept the block with every SNP's Newton row
+    (``newton``, (K, >= L)) and measured the rows on the way, which saves a
+    sweep of the block; the rows that lowered their SNP's log-likelihood
+    (``ll_new`` below ``ll_old``, as in :func:`em_where_worse`) now hold
+    their EM update in ``PN``. For those SNPs alone (few: 0-4% of a map's)
+    each individual's terms at the Newton row are taken out of ``stats`` and
+    the terms at the EM row put in. ``cols`` (>= L,) int64 is scratch.
+    """
+    n_bad = 0
+    for jj in range(L):
+        if not ll_new[jj] >= ll_old[jj]:
+            cols[n_bad] = jj
+            n_bad += 1
+    m, K = Q.shape
+    for i in range(m):
+        for c in range(n_bad):
+            jj = cols[c]
+            g = G[i, j0 + jj]
+            if g < 0:
+                continue
+            for row, sign in ((newton, -1.0), (PN, 1.0)):
+                fj = 0.0
+                for k in range(K):
+                    fj += Q[i, k] * row[k, jj]
+                a = g / fj
+                b = (2.0 - g) / (1.0 - fj)
+                w1 = sign * (a - b)
+                w2 = sign * (a / fj + b / (1.0 - fj))
+                for k in range(K):
+                    stats[i, k] += row[k, jj] * w1
+                for s in range(tri_r.shape[0]):
+                    stats[i, K + s] += row[tri_r[s], jj] * row[tri_c[s], jj] * w2
 
 
 def _qp_scratch(K):
@@ -391,11 +427,12 @@ def relax_kernel(G, P, Q, starts, lengths, tri_r, tri_c, P_out, Q_stats, update_
     """Block relaxation over every SNP block: the P step, then the Q statistics.
 
     With ``update_p``, each block's P rows take one box-constrained Newton
-    step from the statistics of (Q, P); a row whose log-likelihood the step
-    lowers (checked on the block while it is in cache) takes its EM update
-    instead; the rows are written to ``P_out``. Then every individual's Q
-    gradient and curvature are accumulated with the new P into the thread
-    rows of ``Q_stats`` (T, m, K + K(K+1)/2). Returns the per-thread
+    step from the statistics of (Q, P); then every individual's Q gradient
+    and curvature are accumulated with the new P into the thread rows of
+    ``Q_stats`` (T, m, K + K(K+1)/2), in the same sweep that measures each new
+    row; a row whose log-likelihood the step lowers takes its EM update
+    instead, its Q statistics moved with it (:func:`restate_q_statistics`);
+    the rows are written to ``P_out``. Returns the per-thread
     log-likelihood of the input (Q, P) and the per-thread count of P rows
     that fell back to EM.
     """
@@ -408,6 +445,8 @@ def relax_kernel(G, P, Q, starts, lengths, tri_r, tri_c, P_out, Q_stats, update_
     for t in numba.prange(n_threads):
         PT = np.zeros((K, BLOCK_SIZE))
         PN = np.zeros((K, BLOCK_SIZE))
+        newton = np.zeros((K, BLOCK_SIZE))
+        cols = np.zeros(BLOCK_SIZE, dtype=np.int64)
         PP = np.zeros((nt, BLOCK_SIZE))
         gP = np.zeros((K, BLOCK_SIZE))
         A = np.zeros((K, BLOCK_SIZE))
@@ -424,17 +463,21 @@ def relax_kernel(G, P, Q, starts, lengths, tri_r, tri_c, P_out, Q_stats, update_
             if update_p:
                 p_statistics(G, Q, PT, j0, L, tri_r, tri_c, gP, HP, A, ll_old, s1)
                 p_newton_block(PT, gP, HP, L, tri_r, tri_c, PN, qp)
-                block_snp_logliks(G, Q, PN, j0, L, s1[0], s1[3], ll_new)
-                em_rows[t] += em_where_worse(PT, gP, A, L, ll_old, ll_new, PN)
+                q_statistics(G, Q, PN, j0, L, tri_r, tri_c, PP, Q_stats[t], s1, ll_new)
+                newton[:, :L] = PN[:, :L]
+                n_bad = em_where_worse(PT, gP, A, L, ll_old, ll_new, PN)
+                if n_bad > 0:
+                    restate_q_statistics(G, Q, newton, PN, j0, L, ll_old, ll_new, tri_r,
+                                         tri_c, Q_stats[t], cols)
+                em_rows[t] += n_bad
                 for jj in range(L):
                     ll += ll_old[jj]
                     for k in range(K):
                         P_out[j0 + jj, k] = PN[k, jj]
-                ll += q_statistics(G, Q, PN, j0, L, tri_r, tri_c, PP, Q_stats[t],
-                                    False, s1)
             else:
-                ll += q_statistics(G, Q, PT, j0, L, tri_r, tri_c, PP, Q_stats[t],
-                                    True, s1)
+                q_statistics(G, Q, PT, j0, L, tri_r, tri_c, PP, Q_stats[t], s1, ll_old)
+                for jj in range(L):
+                    ll += ll_old[jj]
         ll_thread[t] = ll
     return ll_thread, em_rows
 
