@@ -192,13 +192,14 @@ class TestSearchCriteria:
         Q = rng.dirichlet(np.ones(3), size=(2, 4, 12))  # two batch axes
         P = rng.uniform(0, 1, size=(2, 4, 30, 3))
         P[0, 0, 0] = 1.0  # a frequency of exactly 1 is clipped, not log(0)
-        g = rng.integers(0, 3, size=(12, 30)).astype(float)
+        dosage = rng.integers(0, 3, size=(12, 30)).astype(np.int8)
         observed = rng.random((12, 30)) > 0.1
-        g[~observed] = 0
+        dosage[~observed] = -1
+        g = np.where(observed, dosage, 0)
         f = np.clip(Q @ np.swapaxes(P, -1, -2), P_MIN, P_MAX)
         expected = np.where(observed, binom.logpmf(g, 2, f) - np.log(comb(2, g)),
                             0.0).sum(axis=(-1, -2))
-        got = binomial_loglik(g, observed, Q, P)
+        got = binomial_loglik(dosage, Q, P)
         assert got.shape == (2, 4)
         np.testing.assert_allclose(got, expected, rtol=1e-12)
 

@@ -43,11 +43,12 @@ __all__ = [
 
 logger = logging.getLogger("admixspec")
 
-#: Default reference size. The spectral stage holds about three m x m
-#: matrices (0.6 GB at m = 5,000, 2.4 GB at 10,000) and scoring samples of
-#: about m x 5,500 doubles, and its m^2 n product dominates the time; 5,000
-#: individuals (10,000 allele copies) estimate P with a sampling error well
-#: below the Q error of one projected individual.
+#: Default reference size. The spectral stage's traced peak at 5,000 x 20,000 is
+#: 500 MiB: one m x m second moment (191 MiB, four times as much at 10,000),
+#: the rescoring sample's frequencies (m x 5,000 doubles) and a frequency block
+#: (docs/benchmarks.md, "The spectral stage's memory"); its m^2 n product
+#: dominates the time; 5,000 individuals (10,000 allele copies) estimate P with
+#: a sampling error well below the Q error of one projected individual.
 DEFAULT_REFERENCE_SIZE = 5000
 #: Individuals projected per chunk (the chunk's int8 genotypes are copied).
 DEFAULT_CHUNK_SIZE = 5000

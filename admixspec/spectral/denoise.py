@@ -77,7 +77,8 @@ def _top_eigenpairs(matrix, K, start=None):
 COMPLETION_ITERATIONS = 60
 
 
-def complete_diagonal(M2, K, *, tol=1e-9, max_iter=COMPLETION_ITERATIONS):
+def complete_diagonal(M2, K, *, tol=1e-9, max_iter=COMPLETION_ITERATIONS,
+                      overwrite=False):
     """Fill the diagonal of ``M2`` so that the matrix is (close to) rank K.
 
     Iterates: top-K eigenpairs ``(lambda_i, v_i)`` of the current matrix ``R``;
@@ -94,11 +95,14 @@ def complete_diagonal(M2, K, *, tol=1e-9, max_iter=COMPLETION_ITERATIONS):
         Relative change of the diagonal that stops the iteration.
     max_iter : int
         Iteration cap.
+    overwrite : bool
+        Replace the diagonal of ``M2`` itself (a float64 array), not of a
+        copy: at 5,000 individuals the copy is 191 MiB.
 
     Returns
     -------
     R : numpy.ndarray, shape (m, m)
-        ``M2`` with its diagonal replaced.
+        ``M2`` with its diagonal replaced (``M2`` itself with ``overwrite``).
     n_iter : int
         Iterations used.
 
@@ -111,7 +115,7 @@ def complete_diagonal(M2, K, *, tol=1e-9, max_iter=COMPLETION_ITERATIONS):
     >>> bool(np.allclose(np.diag(R), np.diag(low_rank), atol=1e-6))
     True
     """
-    R = np.array(M2, dtype=float, copy=True)
+    R = M2 if overwrite and M2.dtype == np.float64 else np.array(M2, dtype=float)
     diagonal = np.diag(R).copy()
     n_iter = 0
     vectors = None

@@ -17,15 +17,65 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg.blas
 
 from ..core.exceptions import InputError
 
 __all__ = [
     "SecondMoments",
     "ThirdMomentTerms",
+    "add_outer_products",
+    "fill_upper",
     "second_moments",
     "whitened_third_moment_terms",
 ]
+
+#: Rows of the symmetric matrix copied at a time by :func:`fill_upper`: its
+#: temporaries are this many rows (a few MiB at 5,000 individuals).
+_FILL_ROWS = 64
+
+
+def add_outer_products(total, x):
+    """``total += x @ x.T`` on the lower triangle of ``total``, in place.
+
+    One BLAS symmetric rank-k update (``dsyrk``): half the products of
+    ``x @ x.T`` and no ``m x m`` temporary, which at 5,000 individuals is
+    191 MiB. The upper triangle is left as it was; :func:`fill_upper` copies
+    the lower one there before the matrix is read whole.
+
+    Parameters
+    ----------
+    total : numpy.ndarray, float64, shape (m, m), C-contiguous
+    x : numpy.ndarray, float64, shape (m, b)
+    """
+    # total.T is total's memory seen in Fortran order, whose upper triangle
+    # is total's lower one
+    updated = scipy.linalg.blas.dsyrk(1.0, np.ascontiguousarray(x).T, beta=1.0,
+                                      c=total.T, trans=1, overwrite_c=1)
+    if not np.shares_memory(updated, total):  # the wrapper copied: never expected
+        raise AssertionError("dsyrk did not update the matrix in place")
+
+
+def fill_upper(total):
+    """Copy the lower triangle of a square matrix onto its upper one, in place.
+
+    Parameters
+    ----------
+    total : numpy.ndarray, shape (m, m)
+
+    Returns
+    -------
+    numpy.ndarray
+        ``total``, now symmetric.
+    """
+    m = total.shape[0]
+    for start in range(0, m, _FILL_ROWS):  # row blocks: no m x m temporary
+        stop = min(start + _FILL_ROWS, m)
+        total[start:stop, stop:] = total[stop:, start:stop].T
+        square = total[start:stop, start:stop]
+        above = np.triu_indices(stop - start, 1)
+        square[above] = square.T[above]
+    return total
 
 @dataclass
 class SecondMoments:
@@ -65,12 +115,13 @@ def second_moments(blocks) -> SecondMoments:
         if M2 is None:
             M2 = np.zeros((x.shape[0], x.shape[0]))
             total = np.zeros(x.shape[0])
-        M2 += x @ x.T
+        add_outer_products(M2, x)
         total += x.sum(axis=1)
         n += x.shape[1]
     if M2 is None or n == 0:
         raise InputError("no SNPs to compute moments from")
-    return SecondMoments(M2=M2 / n, mean=total / n, n_snps=n)
+    M2 /= n
+    return SecondMoments(M2=fill_upper(M2), mean=total / n, n_snps=n)
 
 
 @dataclass

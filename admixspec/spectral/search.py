@@ -59,14 +59,13 @@ def _least_squares_p(Q, x):
     return np.clip(P, P_MIN, P_MAX)
 
 
-def binomial_loglik(g, observed, Q, P):
+def binomial_loglik(dosage, Q, P):
     """Binomial log-likelihood of dosages given Q and P, batched over subsets.
 
     Parameters
     ----------
-    g : numpy.ndarray, float, shape (m, s)
-        Dosages with missing entries set to 0.
-    observed : numpy.ndarray, bool, shape (m, s)
+    dosage : numpy.ndarray, int8, shape (m, s)
+        Copies of the counted allele, -1 for missing (not counted).
     Q : numpy.ndarray, shape (..., m, K)
     P : numpy.ndarray, shape (..., s, K)
 
@@ -77,8 +76,7 @@ def binomial_loglik(g, observed, Q, P):
     m, K = Q.shape[-2:]
     batch = Q.shape[:-2]
     out = np.empty(int(np.prod(batch)))
-    subset_logliks(np.ascontiguousarray(g, dtype=np.float64),
-                   np.ascontiguousarray(observed, dtype=np.bool_),
+    subset_logliks(np.ascontiguousarray(dosage, dtype=np.int8),
                    np.ascontiguousarray(Q, dtype=np.float64).reshape(-1, m, K),
                    np.ascontiguousarray(P, dtype=np.float64).reshape(-1, P.shape[-2], K),
                    P_MIN, P_MAX, out)
@@ -117,27 +115,27 @@ def infeasibility(vectors, subsets):
     return out
 
 
-def likelihood_scores(vectors, subsets, g, observed, x):
+def likelihood_scores(vectors, subsets, dosage, x):
     """Log-likelihood of each subset's (Q, P) on a SNP sample.
 
     Parameters
     ----------
     vectors : numpy.ndarray, shape (c, m)
     subsets : numpy.ndarray of int, shape (b, K)
-    g, observed, x : numpy.ndarray, shape (m, s)
-        As returned by :func:`admixspec.spectral.estimate.snp_sample`.
+    dosage, x : numpy.ndarray, shape (m, s)
+        A :class:`admixspec.spectral.estimate.ScoringSample`.
 
     Returns
     -------
     numpy.ndarray, shape (b,)
     """
-    m, s = g.shape
+    m, s = dosage.shape
     scores = np.empty(len(subsets))
     batch = max(1, _BATCH_FLOATS // (m * s + 1))
     for start in range(0, len(subsets), batch):
         Q = q_from_candidates(vectors[subsets[start : start + batch]])  # (b, m, K)
         P = _least_squares_p(Q, x)
-        scores[start : start + batch] = binomial_loglik(g, observed, Q, P)
+        scores[start : start + batch] = binomial_loglik(dosage, Q, P)
     return scores
 
 
@@ -232,7 +230,7 @@ def search_subsets(
     candidates : numpy.ndarray, shape (c, m)
         Candidate vectors (``c >= K``).
     K : int
-    sample, rescore_sample : tuple (g, observed, x)
+    sample, rescore_sample : tuple (dosage, x)
         SNP samples (see :func:`likelihood_scores`).
     required : sequence of int
         Candidates every subset must contain (at most K).

@@ -14,16 +14,15 @@ import numpy as np
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def subset_logliks(g, observed, Q, P, p_min, p_max, out):
-    """``out[t] = sum_ij [observed] (g log f + (2 - g) log(1 - f))``, ``f = Q_t P_t^T``.
+def subset_logliks(g, Q, P, p_min, p_max, out):
+    """``out[t] = sum_ij [g_ij >= 0] (g log f + (2 - g) log(1 - f))``, ``f = Q_t P_t^T``.
 
     f is clipped to ``[p_min, p_max]``.
 
     Parameters
     ----------
-    g : numpy.ndarray, float64, shape (m, s)
-        Dosages, 0 where missing.
-    observed : numpy.ndarray, bool, shape (m, s)
+    g : numpy.ndarray, int8, shape (m, s)
+        Dosages, -1 where missing.
     Q : numpy.ndarray, float64, shape (b, m, K)
     P : numpy.ndarray, float64, shape (b, s, K)
     p_min, p_max : float
@@ -37,13 +36,13 @@ def subset_logliks(g, observed, Q, P, p_min, p_max, out):
         for i in range(m):
             row = 0.0
             for j in range(s):
-                if not observed[i, j]:
+                if g[i, j] < 0:
                     continue
                 f = 0.0
                 for k in range(K):
                     f += Q[t, i, k] * P[t, j, k]
                 f = min(max(f, p_min), p_max)
-                x = g[i, j]
+                x = np.float64(g[i, j])
                 row += x * np.log(f) + (2.0 - x) * np.log1p(-f)
             total += row
         out[t] = total
