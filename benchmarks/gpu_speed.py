@@ -400,8 +400,9 @@ def host_memory_model(m, n, K, memory_mib, reference_size=5000):
     return [
         ("reference sample, int8 (the spectral stage's input)", ref * ref_snps,
          "half of --memory"),
-        ("spectral moments, about 3 reference x reference float64", 3 * 8 * ref**2,
-         "admixspec/fit/reference.py, DEFAULT_REFERENCE_SIZE"),
+        ("spectral stage: a reference x reference float64 and the rescoring "
+         "sample's frequencies, reference x 5,000 float64", 8 * ref**2 + 8 * ref * 5000,
+         "traced: docs/benchmarks.md, The spectral stage's memory"),
         ("one chunk of int8 genotypes (filters, CPU passes)", m * chunk,
          "an eighth of --memory (chunk_snps_for)"),
         ("one chunk of .bed bytes on its way to the GPU", chunk * -(-m // 4),
