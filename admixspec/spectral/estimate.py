@@ -216,10 +216,8 @@ def spectral_pass(
     white = whitening
     if white is None:
         own = second is None  # completed in place unless the caller's
-        if own:
-            second = second_moments(
-                frequency_blocks(dosage, snps=snps, flip=flip, fill=fill)
-            ).M2
+        blocks = frequency_blocks(dosage, snps=snps, flip=flip, fill=fill)
+        second = second_moments(blocks).M2 if own else second
         R, completion_iterations = complete_diagonal(second, K, overwrite=own)
         white = whiten(R, K)
     terms = whitened_third_moment_terms(
