@@ -11,7 +11,7 @@ from admixspec import simulate_balding_nichols
 from admixspec.core import frequencies, genotypes
 from admixspec.core.frequencies import block_size_for, frequency_blocks
 from admixspec.spectral.estimate import snp_sample, spectral_scan
-from admixspec.spectral.moments import second_moments
+from admixspec.spectral.moments import add_outer_products, fill_upper, second_moments
 
 
 class TestFrequencyBlocks:
@@ -58,6 +58,22 @@ def _scan_peak_bytes(n_snps: int) -> int:
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_add_outer_products__right_when_the_blas_wrapper_copies(monkeypatch):
+    import scipy.linalg.blas
+
+    dsyrk = scipy.linalg.blas.dsyrk
+
+    def copying(*args, c, **kwargs):  # updates a copy of c, as f2py may
+        return dsyrk(*args, c=c.copy(order="F"), **kwargs)
+
+    monkeypatch.setattr(scipy.linalg.blas, "dsyrk", copying)
+    x = np.random.default_rng(0).random((70, 9))
+    total = np.zeros((70, 70))
+    add_outer_products(total, x)
+    add_outer_products(total, x)
+    np.testing.assert_allclose(fill_upper(total), 2 * x @ x.T, rtol=1e-13)
 
 
 class TestScanMemory:
