@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .chunks import counting_columns
 from .exceptions import InputError
 
 __all__ = [
@@ -39,10 +40,6 @@ MISSING: int = -1
 
 #: Columns of :attr:`Genotypes.variants`, in order.
 VARIANT_COLUMNS = ("chrom", "pos", "id", "counted", "other")
-
-#: Calls per block when streaming counts: the block's boolean mask is 16 MiB
-#: at most. A fixed 8,192 columns made it 819 MB at 100,000 individuals.
-_BLOCK_CALLS = 2**24
 
 
 @dataclass
@@ -326,7 +323,7 @@ def snp_statistics(dosage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     called = np.empty(m, dtype=np.int64)
     allele_sum = np.empty(m, dtype=np.int64)
     missing_rows = np.zeros(n, dtype=np.int64)
-    step = max(1, _BLOCK_CALLS // max(n, 1))
+    step = counting_columns(n)
     for start in range(0, m, step):
         block = dosage[:, start : start + step]
         is_missing = block == MISSING
