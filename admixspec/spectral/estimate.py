@@ -127,7 +127,7 @@ def snp_sample(dosage, size, rng, *, snps=None) -> ScoringSample:
     """
     pool = np.arange(dosage.shape[1]) if snps is None else np.asarray(snps)
     chosen = np.sort(rng.choice(pool, size=min(size, len(pool)), replace=False))
-    block = np.ascontiguousarray(dosage[:, chosen])
+    block = np.take(dosage, chosen, axis=1)  # C-ordered in one copy, as the kernel reads
     _, x = next(frequency_blocks(block, block_size=max(len(chosen), 1)))
     return ScoringSample(block, x)
 
