@@ -27,10 +27,10 @@ the objective.
 The idea (SVD, then alternating least squares on the low-rank matrix) is
 fastmixture's and ADAMIXTURE's; what differs here: the subspace has rank
 K - 1 (the admixture model's centred frequencies have rank K - 1), both
-steps are exact, ALS runs until the objective stops falling (relative
-decrease below 1e-9) and is accelerated by SQUAREM's squared extrapolation
-(Varadhan & Roland 2008) of the ALS map, kept only when it lowers the
-objective; further starts for the multi-start screening come from new SVD
+steps are exact, ALS runs until an iteration lowers the objective by less
+than :data:`ALS_TOL` of it and is accelerated by SQUAREM's squared
+extrapolation (Varadhan & Roland 2008) of the ALS map, kept only when it
+lowers the objective; further starts for the multi-start screening come from new SVD
 sketches (:func:`subspace_starts`). The SVD is of the centred genotypes as they
 are: scaling the SNPs by the square roots of the Fisher weights first (as
 ADAMIXTURE's power iterations do) gave starts with components of 2-5
@@ -55,6 +55,14 @@ __all__ = ["SubspaceStart", "fisher_weights", "subspace_als", "subspace_starts"]
 
 #: Floor of ``f (1 - f)`` in the Fisher weights (a SNP at frequency 0.001).
 _VAR_FLOOR = 1e-3
+#: ALS stops when an iteration lowers the objective by less than this share
+#: of it. The start only has to lie in the optimum's basin: block relaxation
+#: climbs the rest. Against 1e-9, 1e-4 took 15-45% fewer ALS maps and reached
+#: the same optimum in 15 fits of HapMap3 K = 3-5, 1000 Genomes K = 5 and 8
+#: and ADAMIXTURE's demo data K = 7 (several seeds each), in about as many
+#: likelihood iterations; 1e-3 led one of them to a lower mode
+#: (docs/benchmarks.md, "The start's ALS tolerance").
+ALS_TOL = 1e-4
 #: Relative ridge of the shared Gram matrices (a component ALS empties
 #: leaves them singular).
 _RIDGE = 1e-10
@@ -199,7 +207,7 @@ def _squarem_als(prob, Q, P, Q1, P1, step_max):
 
 
 @serial_blas()
-def subspace_als(f, US, V, P0, *, max_iter: int = 1000, tol: float = 1e-9,
+def subspace_als(f, US, V, P0, *, max_iter: int = 1000, tol: float = ALS_TOL,
                  accelerate: bool = True, weighted: bool = True):
     """Alternating exact constrained least squares in the SVD subspace.
 
