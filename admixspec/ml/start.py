@@ -207,7 +207,7 @@ def _squarem_als(prob, Q, P, Q1, P1, step_max):
 
 
 @serial_blas()
-def subspace_als(f, US, V, P0, *, max_iter: int = 1000, tol: float = ALS_TOL,
+def subspace_als(f, US, V, P0, *, max_iter: int = 1000, tol: float | None = None,
                  accelerate: bool = True, weighted: bool = True):
     """Alternating exact constrained least squares in the SVD subspace.
 
@@ -221,9 +221,9 @@ def subspace_als(f, US, V, P0, *, max_iter: int = 1000, tol: float = ALS_TOL,
         Starting frequencies inside the box.
     max_iter : int
         ALS maps at most (an accelerated iteration counts all its maps).
-    tol : float
+    tol : float, optional
         Stop when an iteration lowers the objective by less than ``tol``
-        times its value.
+        times its value (:data:`ALS_TOL` when None).
     accelerate : bool
         SQUAREM extrapolation of the ALS map, kept when it lowers the objective.
     weighted : bool
@@ -236,6 +236,7 @@ def subspace_als(f, US, V, P0, *, max_iter: int = 1000, tol: float = ALS_TOL,
     info : dict
         ``maps`` (ALS maps applied), ``objective`` (final value).
     """
+    tol = ALS_TOL if tol is None else tol
     prob = SubspaceStart(f, US, V, weighted=weighted)
     m, K = US.shape[0], P0.shape[1]
     Q = prob.q_step(P0, np.full((m, K), 1.0 / K))
