@@ -38,13 +38,14 @@ def fit(G, K, seed, tol):
         maps.append(result[2]["maps"])
         return result
 
+    default = start.ALS_TOL
     start.ALS_TOL, start.subspace_als = tol, counted
     try:
         began = time.perf_counter()
         result = admixspec.fit_ml(G, K, seed=seed, threads=1)
         wall = time.perf_counter() - began
     finally:
-        start.subspace_als = als
+        start.ALS_TOL, start.subspace_als = default, als
     return dict(K=K, seed=seed, als_tol=tol, wall=round(wall, 2),
                 start=round(result.timings["init"], 2), als_maps=maps,
                 iterations=result.n_iter, loglik=round(result.loglik, 2))

@@ -110,6 +110,18 @@ class TestSubspaceStarts:
         assert q_error(sim_fixture.Q, Q) < 0.03
         assert fit_ml(G, 4, Q0=Q, P0=P).n_iter <= 12
 
+    def test_default_tolerance__fewer_maps_and_the_tight_start_s_optimum(
+            self, sim_fixture):
+        # the start need only lie in the optimum's basin (ALS_TOL's note)
+        G = sim_fixture.genotypes.dosage
+        f, US, V = _factors(G, 3)
+        P0 = np.random.default_rng(0).uniform(P_MIN, P_MAX, size=(G.shape[1], 4))
+        loose = subspace_als(f, US, V, P0)
+        tight = subspace_als(f, US, V, P0, tol=1e-9)
+        assert loose[2]["maps"] < tight[2]["maps"]
+        ends = [fit_ml(G, 4, Q0=Q, P0=P).loglik for Q, P, _ in (loose, tight)]
+        assert ends[0] == pytest.approx(ends[1], rel=1e-9)
+
     def test_same_seed__same_starts(self, sim_fixture):
         G = sim_fixture.genotypes.dosage
         a = subspace_starts(G, 4, 1, seed=5)

@@ -57,11 +57,11 @@ __all__ = ["SubspaceStart", "fisher_weights", "subspace_als", "subspace_starts"]
 _VAR_FLOOR = 1e-3
 #: ALS stops when an iteration lowers the objective by less than this share
 #: of it. The start only has to lie in the optimum's basin: block relaxation
-#: climbs the rest. Against 1e-9, 1e-4 took 15-45% fewer ALS maps and reached
-#: the same optimum in 15 fits of HapMap3 K = 3-5, 1000 Genomes K = 5 and 8
-#: and ADAMIXTURE's demo data K = 7 (several seeds each), in about as many
-#: likelihood iterations; 1e-3 led one of them to a lower mode
-#: (docs/benchmarks.md, "The start's ALS tolerance").
+#: climbs the rest. Against 1e-9, 1e-4 took half the ALS maps (4,407 against
+#: 8,676) and reached the same optimum in 16 fits of HapMap3 K = 3-5, 1000
+#: Genomes K = 5 and 8 and ADAMIXTURE's demo data K = 7 (several seeds each),
+#: in about as many likelihood iterations (482 against 529); 1e-3 led one of
+#: them to a lower mode (docs/benchmarks.md, "The start's ALS tolerance").
 ALS_TOL = 1e-4
 #: Relative ridge of the shared Gram matrices (a component ALS empties
 #: leaves them singular).
