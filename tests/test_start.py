@@ -23,6 +23,21 @@ def sim_fixture():
     return simulate_balding_nichols(150, 4000, 4, fst=0.1, alpha=0.3, seed=3)
 
 
+@pytest.fixture(scope="module")
+def als_problem(sim_fixture):
+    """f, U S, V of the fixture's rank-3 SVD and a uniform starting P (K = 4)."""
+    G = sim_fixture.genotypes.dosage
+    f, US, V = _factors(G, 3)
+    P0 = np.random.default_rng(0).uniform(P_MIN, P_MAX, size=(G.shape[1], 4))
+    return f, US, V, P0
+
+
+@pytest.fixture(scope="module")
+def tight_als(als_problem):
+    """Accelerated ALS from ``als_problem`` run to a tight tolerance (1e-9)."""
+    return subspace_als(*als_problem, tol=1e-9)
+
+
 def _factors(G, r, seed=0):
     """f, U S and V of a plain truncated SVD of G/2 - f (dense, for tests)."""
     f = allele_frequencies(G)
@@ -74,25 +89,21 @@ class TestSubspaceALS:
         dense = float(np.sum(fisher_weights(f)[None, :] * (Y - Q @ P.T) ** 2))
         assert problem.objective(Q, P) == pytest.approx(dense, rel=1e-10)
 
-    def test_plain_als__never_increases_the_objective(self, sim_fixture):
-        G = sim_fixture.genotypes.dosage
-        f, US, V = _factors(G, 3)
+    def test_plain_als__never_increases_the_objective(self, als_problem):
+        f, US, V, P = als_problem
         problem = SubspaceStart(f, US, V)
-        P = np.random.default_rng(0).uniform(P_MIN, P_MAX, size=(G.shape[1], 4))
-        Q = problem.q_step(P, np.full((G.shape[0], 4), 0.25))
+        Q = problem.q_step(P, np.full((US.shape[0], 4), 0.25))
         values = [problem.objective(Q, P)]
         for _ in range(15):
             Q, P = problem.als(Q, P)
             values.append(problem.objective(Q, P))
         assert np.all(np.diff(values) <= 1e-9 * values[0])
 
-    def test_acceleration__reaches_the_same_objective_in_fewer_maps(self, sim_fixture):
-        G = sim_fixture.genotypes.dosage
-        f, US, V = _factors(G, 3)
-        P0 = np.random.default_rng(0).uniform(P_MIN, P_MAX, size=(G.shape[1], 4))
+    def test_acceleration__reaches_the_same_objective_in_fewer_maps(
+            self, als_problem, tight_als):
         # both run to a tight tolerance, so that both reach the minimum
-        _, _, fast = subspace_als(f, US, V, P0, tol=1e-9)
-        _, _, slow = subspace_als(f, US, V, P0, tol=1e-9, accelerate=False)
+        _, _, fast = tight_als
+        _, _, slow = subspace_als(*als_problem, tol=1e-9, accelerate=False)
         assert fast["maps"] < slow["maps"]
         assert fast["objective"] == pytest.approx(slow["objective"], rel=1e-5)
 
@@ -111,13 +122,10 @@ class TestSubspaceStarts:
         assert fit_ml(G, 4, Q0=Q, P0=P).n_iter <= 12
 
     def test_default_tolerance__fewer_maps_and_the_tight_start_s_optimum(
-            self, sim_fixture):
+            self, sim_fixture, als_problem, tight_als):
         # the start need only lie in the optimum's basin (ALS_TOL's note)
         G = sim_fixture.genotypes.dosage
-        f, US, V = _factors(G, 3)
-        P0 = np.random.default_rng(0).uniform(P_MIN, P_MAX, size=(G.shape[1], 4))
-        loose = subspace_als(f, US, V, P0)
-        tight = subspace_als(f, US, V, P0, tol=1e-9)
+        loose, tight = subspace_als(*als_problem), tight_als
         assert loose[2]["maps"] < tight[2]["maps"]
         ends = [fit_ml(G, 4, Q0=Q, P0=P).loglik for Q, P, _ in (loose, tight)]
         assert ends[0] == pytest.approx(ends[1], rel=1e-9)

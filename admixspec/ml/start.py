@@ -30,8 +30,8 @@ K - 1 (the admixture model's centred frequencies have rank K - 1), both
 steps are exact, ALS runs until an iteration lowers the objective by less
 than :data:`ALS_TOL` of it and is accelerated by SQUAREM's squared
 extrapolation (Varadhan & Roland 2008) of the ALS map, kept only when it
-lowers the objective; further starts for the multi-start screening come from new SVD
-sketches (:func:`subspace_starts`). The SVD is of the centred genotypes as they
+lowers the objective; further starts for the multi-start screening come from
+new SVD sketches (:func:`subspace_starts`). The SVD is of the centred genotypes as they
 are: scaling the SNPs by the square roots of the Fisher weights first (as
 ADAMIXTURE's power iterations do) gave starts with components of 2-5
 individuals on ADAMIXTURE's demo data (K = 7), which ended 7,000
