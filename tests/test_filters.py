@@ -69,6 +69,30 @@ class TestSnpStatistics:
         assert sums.tolist() == np.asarray(masked.sum(axis=0).filled(0)).tolist()
         assert missing.tolist() == (dosage == -1).sum(axis=1).tolist()
 
+    @pytest.mark.parametrize("layout", ["C", "F", "strided"])
+    def test_snp_statistics__same_counts_in_every_memory_order(self, layout):
+        # the kernel follows the matrix's memory order; 9,000 SNPs span three tiles
+        dosage = np.random.default_rng(5).integers(-1, 3, size=(60, 9000), dtype=np.int8)
+        view = {"C": dosage, "F": np.asfortranarray(dosage),
+                "strided": dosage[::2, 1::3]}[layout]
+        called, sums, missing = snp_statistics(view)
+        masked = np.ma.masked_equal(view, -1)
+        assert called.tolist() == masked.count(axis=0).tolist()
+        assert sums.tolist() == np.asarray(masked.sum(axis=0).filled(0)).tolist()
+        assert missing.tolist() == (view == -1).sum(axis=1).tolist()
+
+    def test_snp_statistics__exact_past_the_int16_partial_sums(self):
+        # rows are added in int16 (up to TILE_ROWS of them) before int64
+        from admixspec.core._counts import TILE_ROWS
+
+        dosage = np.full((2 * TILE_ROWS + 5, 3), 2, dtype=np.int8)
+        dosage[::7, 1] = -1
+        called, sums, missing = snp_statistics(dosage)
+        n, n_missing = len(dosage), len(dosage[::7])
+        assert called.tolist() == [n, n - n_missing, n]
+        assert sums.tolist() == [2 * n, 2 * (n - n_missing), 2 * n]
+        assert missing.sum() == n_missing
+
 
 class TestFilters:
     def test_filter_monomorphic__removes_single_allele_and_uncalled(self, toy_fixture):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.core import chunks, frequencies
+from admixspec.core import frequencies
 from admixspec.core.frequencies import block_size_for, frequency_blocks
 from admixspec.spectral.estimate import snp_sample, spectral_scan
 from admixspec.spectral.moments import add_outer_products, fill_upper, second_moments
@@ -102,6 +102,5 @@ class TestScanMemory:
         # and indices (8 bytes each) show: they may grow, a block may not (an
         # int8 column is 300 bytes here, a float one 2,400)
         monkeypatch.setattr(frequencies, "BLOCK_ENTRIES", 2**16)
-        monkeypatch.setattr(chunks, "_COUNT_BYTES", 2**16)  # the allele counts
         small, large = _scan_peak_bytes(3000), _scan_peak_bytes(12000)
         assert (large - small) / 9000 < 64

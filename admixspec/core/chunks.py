@@ -23,33 +23,14 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .genotypes import snp_statistics
+
 __all__ = ["BLOCK_SIZE", "GenotypeChunks", "InMemoryChunks", "add_sums", "as_chunks",
-           "chunk_bounds", "count_observed", "counting_columns", "map_sum"]
+           "chunk_bounds", "count_observed", "map_sum"]
 
 #: SNPs per block of the likelihood kernels: chunks start at multiples of it,
 #: so a chunked pass runs the same SNP blocks as an unchunked one.
 BLOCK_SIZE = 64
-
-#: Bytes of the boolean block a call-counting pass makes at a time
-#: (:func:`counting_columns`).
-_COUNT_BYTES = 16 * 2**20
-
-
-def counting_columns(n_individuals: int) -> int:
-    """SNP columns per block of a pass that counts calls through a boolean mask.
-
-    The mask of a whole matrix is a second matrix of its size (512 MiB for a
-    5,000 x 107,374 reference sample), and one of a fixed number of columns
-    grows with the cohort (8,192 columns: 819 MB at 100,000 individuals); a
-    block of :data:`_COUNT_BYTES` calls is neither.
-
-    Examples
-    --------
-    >>> counting_columns(1000), counting_columns(10**9)
-    (16777, 1)
-    """
-    return max(1, _COUNT_BYTES // max(int(n_individuals), 1))
-
 
 @runtime_checkable
 class GenotypeChunks(Protocol):
@@ -193,11 +174,7 @@ def count_observed(G: np.ndarray) -> np.ndarray:
     >>> count_observed(np.array([[0, 2, -1], [1, 1, 0]], dtype=np.int8)).tolist()
     [2.0, 3.0]
     """
-    step = counting_columns(G.shape[0])
-    observed = np.zeros(G.shape[0], dtype=np.int64)
-    for start in range(0, G.shape[1], step):
-        observed += np.count_nonzero(G[:, start:start + step] >= 0, axis=1)
-    return observed.astype(np.float64)
+    return (G.shape[1] - snp_statistics(G)[2]).astype(np.float64)
 
 
 class InMemoryChunks:

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .chunks import counting_columns
 from .exceptions import InputError
 
 __all__ = [
@@ -298,7 +297,8 @@ def snp_statistics(dosage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """Per-SNP call counts and counted-allele sums, per-individual missing counts.
 
     The one pass over the dosages that every allele count in admixspec comes
-    from; it streams over blocks of SNP columns, so the temporaries stay small.
+    from: a numba kernel reads each call once and allocates no matrix-sized
+    temporary, in the matrix's own memory order.
 
     Parameters
     ----------
@@ -319,22 +319,10 @@ def snp_statistics(dosage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     >>> called.tolist(), sums.tolist(), missing.tolist()
     ([2, 1], [2, 1], [1, 0])
     """
-    n, m = dosage.shape
-    called = np.empty(m, dtype=np.int64)
-    allele_sum = np.empty(m, dtype=np.int64)
-    missing_rows = np.zeros(n, dtype=np.int64)
-    step = counting_columns(n)
-    for start in range(0, m, step):
-        block = dosage[:, start : start + step]
-        is_missing = block == MISSING
-        missing_per_snp = is_missing.sum(axis=0)
-        called[start : start + block.shape[1]] = n - missing_per_snp
-        # add back the -1 of each missing call
-        allele_sum[start : start + block.shape[1]] = (
-            block.sum(axis=0, dtype=np.int64) + missing_per_snp
-        )
-        missing_rows += is_missing.sum(axis=1)
-    return called, allele_sum, missing_rows
+    # here, not at the top: importing the core must not import numba
+    from ._counts import count_calls
+
+    return count_calls(dosage)
 
 
 def allele_counts(dosage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
