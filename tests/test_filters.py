@@ -133,6 +133,20 @@ class TestFilters:
         # the input is not modified
         assert toy_fixture.n_snps == 6 and toy_fixture.filter_log == []
 
+    @settings(max_examples=25, deadline=None)
+    @given(arrays(np.int8, st.tuples(st.integers(2, 8), st.integers(1, 30)),
+                  elements=st.integers(-1, 2)),
+           st.floats(0.0, 0.9), st.floats(0.01, 0.5))
+    def test_apply_filters__one_count_pass_removes_what_each_filter_in_turn_would(
+        self, dosage, geno, maf
+    ):
+        genotypes = Genotypes.from_array(dosage)
+        together = apply_filters(genotypes, geno=geno, maf=maf)
+        in_turn = filter_maf(filter_monomorphic(filter_geno(genotypes, geno)), maf)
+        assert together.variants["id"].tolist() == in_turn.variants["id"].tolist()
+        assert together.filter_log == in_turn.filter_log
+        np.testing.assert_array_equal(together.dosage, in_turn.dosage)
+
     def test_apply_filters__defaults_only_drop_monomorphic(self, toy_fixture):
         result = apply_filters(toy_fixture)
         assert [e["filter"] for e in result.filter_log] == ["monomorphic"]

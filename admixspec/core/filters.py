@@ -99,24 +99,57 @@ def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:
     return result
 
 
-def filter_geno(genotypes: Genotypes, geno: float) -> Genotypes:
-    """Remove SNPs whose missing-call fraction exceeds ``geno``."""
-    _check_fraction(geno, "geno")
-    called, _, _ = snp_statistics(genotypes.dosage)
-    n = max(genotypes.n_individuals, 1)
-    keep = (n - called) / n <= geno
-    result = _keep_snps(genotypes, keep)
-    _log(
-        result, "geno", "variants", np.count_nonzero(~keep),
-        f"missing-call fraction > {geno:g}",
-    )
+def _geno_rule(geno: float):
+    """``--geno``: (name, reason, keep(called, allele_sum, n_individuals))."""
+    def keep(called, allele_sum, n):
+        return (n - called) / max(n, 1) <= geno
+    return "geno", f"missing-call fraction > {geno:g}", keep
+
+
+def _minor_allele_frequency(called, allele_sum):
+    minor = minor_allele_counts(allele_sum, 2 * called)
+    return minor / (2.0 * np.maximum(called, 1))
+
+
+def _monomorphic_rule():
+    """The monomorphic filter, as :func:`_geno_rule`."""
+    def keep(called, allele_sum, n):
+        return (_minor_allele_frequency(called, allele_sum) > 0) & (called > 0)
+    return "monomorphic", "monomorphic (one observed allele) or no called genotype", keep
+
+
+def _maf_rule(maf: float):
+    """``--maf``, as :func:`_geno_rule`."""
+    def keep(called, allele_sum, n):
+        return _minor_allele_frequency(called, allele_sum) >= maf
+    return "maf", f"minor allele frequency < {maf:g}", keep
+
+
+def _filter_snps(genotypes: Genotypes, rules: list) -> Genotypes:
+    """Apply per-SNP rules in order, from one pass of counts and one subset.
+
+    A SNP's counts do not depend on which other SNPs are kept, so one
+    :func:`snp_statistics` call serves every rule; each log entry counts the
+    SNPs its rule removes among those the rules before it kept, as applying
+    the filters one after the other would.
+    """
+    called, allele_sum, _ = snp_statistics(genotypes.dosage)
+    kept = np.ones(genotypes.n_snps, dtype=bool)
+    entries = []
+    for name, reason, rule in rules:
+        passes = rule(called, allele_sum, genotypes.n_individuals)
+        entries.append((name, np.count_nonzero(kept & ~passes), reason))
+        kept &= passes
+    result = _keep_snps(genotypes, kept)
+    for name, removed, reason in entries:
+        _log(result, name, "variants", removed, reason)
     return result
 
 
-def _minor_allele_frequency(genotypes: Genotypes) -> tuple[np.ndarray, np.ndarray]:
-    called, allele_sum, _ = snp_statistics(genotypes.dosage)
-    minor = minor_allele_counts(allele_sum, 2 * called)
-    return minor / (2.0 * np.maximum(called, 1)), called
+def filter_geno(genotypes: Genotypes, geno: float) -> Genotypes:
+    """Remove SNPs whose missing-call fraction exceeds ``geno``."""
+    _check_fraction(geno, "geno")
+    return _filter_snps(genotypes, [_geno_rule(geno)])
 
 
 def filter_monomorphic(genotypes: Genotypes) -> Genotypes:
@@ -129,27 +162,13 @@ def filter_monomorphic(genotypes: Genotypes) -> Genotypes:
     >>> filter_monomorphic(g).n_snps
     1
     """
-    maf, called = _minor_allele_frequency(genotypes)
-    keep = (maf > 0) & (called > 0)
-    result = _keep_snps(genotypes, keep)
-    _log(
-        result, "monomorphic", "variants", np.count_nonzero(~keep),
-        "monomorphic (one observed allele) or no called genotype",
-    )
-    return result
+    return _filter_snps(genotypes, [_monomorphic_rule()])
 
 
 def filter_maf(genotypes: Genotypes, maf: float) -> Genotypes:
     """Remove SNPs whose minor allele frequency is below ``maf``."""
     _check_fraction(maf, "maf", upper=0.5)
-    frequency, _ = _minor_allele_frequency(genotypes)
-    keep = frequency >= maf
-    result = _keep_snps(genotypes, keep)
-    _log(
-        result, "maf", "variants", np.count_nonzero(~keep),
-        f"minor allele frequency < {maf:g}",
-    )
-    return result
+    return _filter_snps(genotypes, [_maf_rule(maf)])
 
 
 def parse_indep_pairwise(values) -> tuple[int, int, float]:
@@ -323,12 +342,11 @@ def apply_filters(
     result = genotypes
     if mind < 1.0:
         result = filter_mind(result, mind)
-    if geno < 1.0:
-        result = filter_geno(result, geno)
-    if drop_monomorphic:
-        result = filter_monomorphic(result)
-    if maf > 0.0:
-        result = filter_maf(result, maf)
+    rules = ([_geno_rule(geno)] if geno < 1.0 else []) + \
+        ([_monomorphic_rule()] if drop_monomorphic else []) + \
+        ([_maf_rule(maf)] if maf > 0.0 else [])
+    if rules:
+        result = _filter_snps(result, rules)
     if indep_pairwise is not None:
         result = filter_indep_pairwise(result, *indep_pairwise)
     return result
