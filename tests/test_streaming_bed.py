@@ -10,7 +10,7 @@ from admixspec import simulate_balding_nichols
 from admixspec.core.genotypes import snp_statistics
 from admixspec.core.parameters import check_params
 from admixspec.io import read_genotypes, streamed, write_plink
-from admixspec.io.bed_chunks import BedChunks
+from admixspec.io.bed_chunks import CODE_DOSAGE, BedChunks, _decode
 from admixspec.io.plink import read_plink
 from admixspec.io.reader import open_streamed
 from admixspec.io.streamed import chunk_snps_for
@@ -54,6 +54,21 @@ def test_kept_rows_and_scattered_columns(fileset):
             path, keep=keep, drop_monomorphic=False).dosage)
     inner = source.subset(rows=np.arange(0, 77, 2), columns=np.arange(10, 200))
     np.testing.assert_array_equal(inner.read(), G[np.ix_(rows[::2], columns[10:200])])
+
+
+def test_decoder__any_rows_in_any_order_across_steps_of_snps(fileset):
+    # the decoder buffers each task's bytes for 512 SNPs at a time; rows out of
+    # order and repeated share or repeat bytes, and must still land in place
+    path, _ = fileset
+    G = read_plink(path).dosage
+    raw = np.fromfile(path, dtype=np.uint8, offset=3).reshape(700, -1)
+    rng = np.random.default_rng(2)
+    rows = np.concatenate([rng.permutation(203), [5, 5, 202]])
+    snps = np.sort(rng.choice(700, 650, replace=False))
+    out = np.zeros((len(rows), 660), dtype=np.int8)
+    _decode(raw, snps, rows, out, 10, CODE_DOSAGE)
+    np.testing.assert_array_equal(out[:, 10:], G[np.ix_(rows, snps)])
+    assert not out[:, :10].any()
 
 
 def test_streamed_passes_equal_in_memory(fileset):
