@@ -44,7 +44,8 @@ def _decode(raw, snps, rows, out, offset, lut):
     copies its individuals' bytes of a step of SNPs into a small buffer, byte
     by byte along the file's rows, then writes each individual's row of
     ``out`` from it: writing ``out`` a column at a time (every store to
-    another row) took 1.8 times as long (docs/benchmarks.md).
+    another row) made a decoding pass 1.45-1.55 times as long
+    (docs/benchmarks.md, "Counting calls in one read, decoding in rows").
     """
     n_rows = rows.shape[0]
     n_snps = snps.shape[0]
