@@ -29,7 +29,9 @@ def count_calls(dosage):
     Parameters
     ----------
     dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
-        -1 missing; any memory order (the kernel follows it).
+        -1 missing. Every reader and :func:`~admixspec.core.genotypes.check_dosage`
+        give C order, which the kernel reads along its rows; other layouts are
+        counted correctly, more slowly.
 
     Returns
     -------
@@ -40,17 +42,13 @@ def count_calls(dosage):
     called = np.empty(m, dtype=np.int64)
     allele_sum = np.empty(m, dtype=np.int64)
     missing_rows = np.empty(n, dtype=np.int64)
-    threads = numba.get_num_threads()
-    if dosage.flags.f_contiguous and not dosage.flags.c_contiguous:
-        _count_snp_major(dosage.T, called, allele_sum, missing_rows, threads)
-    else:
-        _count_individual_major(dosage, called, allele_sum, missing_rows, threads)
+    _count(dosage, called, allele_sum, missing_rows, numba.get_num_threads())
     return called, allele_sum, missing_rows
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _count_individual_major(dosage, called, allele_sum, missing_rows, threads):
-    """Counts of a matrix whose rows (individuals) are contiguous.
+def _count(dosage, called, allele_sum, missing_rows, threads):
+    """:func:`count_calls` into its three arrays, overwritten.
 
     Threads take tiles of :data:`TILE_SNPS` SNPs, so no two add to the same
     SNP, and add each row's missing calls into their own row of partial
@@ -64,56 +62,30 @@ def _count_individual_major(dosage, called, allele_sum, missing_rows, threads):
         missing_tile = np.empty(TILE_SNPS, dtype=np.int16)
         sum_tile = np.empty(TILE_SNPS, dtype=np.int16)
         for tile in range(band, tiles, bands):
-            first, width = tile * TILE_SNPS, min(TILE_SNPS, m - tile * TILE_SNPS)
-            called[first:first + width] = n
-            allele_sum[first:first + width] = 0
+            first, last = tile * TILE_SNPS, min((tile + 1) * TILE_SNPS, m)
+            called[first:last] = n
+            allele_sum[first:last] = 0
             for top in range(0, n, TILE_ROWS):
-                missing_tile[:width] = 0
-                sum_tile[:width] = 0
-                for i in range(top, min(top + TILE_ROWS, n)):
-                    row = dosage[i, first:first + width]
-                    missing = 0
-                    for j in range(width):
-                        is_missing = np.int16(row[j] < 0)
-                        missing += is_missing
-                        missing_tile[j] += is_missing
-                        # a missing call is -1: adding its flag adds nothing
-                        sum_tile[j] += row[j] + is_missing
-                    missing_part[band, i] += missing
-                for j in range(width):
-                    called[first + j] -= missing_tile[j]
-                    allele_sum[first + j] += sum_tile[j]
-    _sum_rows(missing_part, missing_rows)
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _count_snp_major(snp_rows, called, allele_sum, missing_rows, threads):
-    """Counts of a matrix stored SNP by SNP (``snp_rows`` is its transpose).
-
-    Each thread counts a band of SNPs and its own row of per-individual
-    missing counts, summed at the end.
-    """
-    m, n = snp_rows.shape
-    bands = max(1, min(threads, m))
-    missing_part = np.zeros((bands, n), dtype=np.int64)
-    for band in numba.prange(bands):
-        for j in range(band * m // bands, (band + 1) * m // bands):
-            missing = 0
-            total = 0
-            for i in range(n):
-                is_missing = np.int64(snp_rows[j, i] < 0)
-                missing += is_missing
-                missing_part[band, i] += is_missing
-                total += snp_rows[j, i] + is_missing
-            called[j] = n - missing
-            allele_sum[j] = total
-    _sum_rows(missing_part, missing_rows)
+                rows = dosage[top:top + TILE_ROWS, first:last]
+                _add_rows(rows, missing_tile, sum_tile, missing_part[band, top:])
+                called[first:last] -= missing_tile[:last - first]
+                allele_sum[first:last] += sum_tile[:last - first]
+    missing_rows[:] = missing_part.sum(axis=0)
 
 
 @numba.njit(cache=True, nogil=True)
-def _sum_rows(parts, out):
-    """``out[:] = parts.sum(axis=0)`` for int64 partial counts."""
-    out[:] = 0
-    for band in range(parts.shape[0]):
-        for i in range(parts.shape[1]):
-            out[i] += parts[band, i]
+def _add_rows(rows, missing_tile, sum_tile, missing_per_row):
+    """Each column's missing calls and allele sum in int16, each row's missing added."""
+    width = rows.shape[1]
+    missing_tile[:width] = 0
+    sum_tile[:width] = 0
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        missing = 0
+        for j in range(width):
+            is_missing = np.int16(row[j] < 0)
+            missing += is_missing
+            missing_tile[j] += is_missing
+            # a missing call is -1: adding its flag adds nothing to the sum
+            sum_tile[j] += row[j] + is_missing
+        missing_per_row[i] += missing
