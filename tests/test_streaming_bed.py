@@ -112,6 +112,17 @@ def test_open_streamed_filters_as_the_reader(fileset):
     assert all(removed > 0 for name, removed in summary(read.filter_log)[1:])
 
 
+@pytest.mark.parametrize("maf", [0.0, 0.3])
+def test_filter_pass__kept_calls_whether_few_or_most_snps_go(fileset, maf):
+    # the pass counts the calls at the kept SNPs from the smaller side: all
+    # SNPs kept, or most kept (the removed are counted), or most removed
+    path, _ = fileset
+    read = read_genotypes(path, maf=maf)
+    streamed = open_streamed(path, memory_bytes=8 * 64 * 203, maf=maf)
+    assert (read.n_snps < 350) == (maf > 0)
+    np.testing.assert_array_equal(streamed.chunks.n_observed, (read.dosage >= 0).sum(1))
+
+
 def test_filter_passes_log_their_progress(fileset, caplog, monkeypatch):
     monkeypatch.setattr(streamed, "PROGRESS_INTERVAL", 0.0)
     with caplog.at_level(logging.INFO, logger="admixspec"):

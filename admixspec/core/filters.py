@@ -37,20 +37,26 @@ from .validation import Interval
 __all__ = [
     "apply_filters",
     "check_K",
+    "check_thresholds",
     "check_usable",
     "filter_geno",
     "filter_indep_pairwise",
     "filter_maf",
     "filter_mind",
     "filter_monomorphic",
+    "log_entry",
     "parse_indep_pairwise",
+    "select_snps",
     "snp_statistics",
 ]
 
+def log_entry(name: str, unit: str, removed: int, reason: str) -> dict:
+    """One ``filter_log`` entry, in the form the module docstring shows."""
+    return {"filter": name, "unit": unit, "removed": int(removed), "reason": reason}
+
+
 def _log(genotypes: Genotypes, name: str, unit: str, removed: int, reason: str) -> None:
-    genotypes.filter_log.append(
-        {"filter": name, "unit": unit, "removed": int(removed), "reason": reason}
-    )
+    genotypes.filter_log.append(log_entry(name, unit, removed, reason))
 
 
 def _unchanged(genotypes: Genotypes) -> Genotypes:
@@ -71,6 +77,13 @@ def _keep_snps(genotypes: Genotypes, keep: np.ndarray) -> Genotypes:
 
 def _check_fraction(value: float, name: str, upper: float = 1.0) -> None:
     Interval(float, 0, upper).check(name, value)
+
+
+def check_thresholds(*, maf: float = 0.0, geno: float = 1.0, mind: float = 1.0) -> None:
+    """Raise :class:`UsageError` unless maf is in [0, 0.5] and geno, mind in [0, 1]."""
+    _check_fraction(maf, "maf", upper=0.5)
+    _check_fraction(geno, "geno")
+    _check_fraction(mind, "mind")
 
 
 def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:
@@ -99,57 +112,66 @@ def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:
     return result
 
 
-def _geno_rule(geno: float):
-    """``--geno``: (name, reason, keep(called, allele_sum, n_individuals))."""
-    def keep(called, allele_sum, n):
-        return (n - called) / max(n, 1) <= geno
-    return "geno", f"missing-call fraction > {geno:g}", keep
+def select_snps(called, allele_sum, n_individuals: int, *, geno=None, maf=None,
+                drop_monomorphic: bool = True) -> tuple[np.ndarray, list]:
+    """The SNPs that ``--geno``, the monomorphic filter and ``--maf`` keep.
 
+    From the SNPs' counts alone: a SNP's counts do not depend on which other
+    SNPs are kept, so one :func:`snp_statistics` pass serves all three, and no
+    genotype is copied to decide.
 
-def _minor_allele_frequency(called, allele_sum):
-    minor = minor_allele_counts(allele_sum, 2 * called)
-    return minor / (2.0 * np.maximum(called, 1))
+    Parameters
+    ----------
+    called, allele_sum : numpy.ndarray, int, shape (n_snps,)
+        From :func:`snp_statistics`.
+    n_individuals : int
+    geno, maf : float, optional
+        Thresholds, checked by the caller; None turns the filter off.
+    drop_monomorphic : bool
 
-
-def _monomorphic_rule():
-    """The monomorphic filter, as :func:`_geno_rule`."""
-    def keep(called, allele_sum, n):
-        return (_minor_allele_frequency(called, allele_sum) > 0) & (called > 0)
-    return "monomorphic", "monomorphic (one observed allele) or no called genotype", keep
-
-
-def _maf_rule(maf: float):
-    """``--maf``, as :func:`_geno_rule`."""
-    def keep(called, allele_sum, n):
-        return _minor_allele_frequency(called, allele_sum) >= maf
-    return "maf", f"minor allele frequency < {maf:g}", keep
-
-
-def _filter_snps(genotypes: Genotypes, rules: list) -> Genotypes:
-    """Apply per-SNP rules in order, from one pass of counts and one subset.
-
-    A SNP's counts do not depend on which other SNPs are kept, so one
-    :func:`snp_statistics` call serves every rule; each log entry counts the
-    SNPs its rule removes among those the rules before it kept, as applying
-    the filters one after the other would.
+    Returns
+    -------
+    keep : numpy.ndarray, bool, shape (n_snps,)
+    entries : list of dict
+        A log entry per filter that is on, in PLINK's order, each counting the
+        SNPs it removes among those the filters before it kept (as applying
+        them one after the other would).
     """
-    called, allele_sum, _ = snp_statistics(genotypes.dosage)
-    kept = np.ones(genotypes.n_snps, dtype=bool)
+    tests = []
+    if geno is not None:
+        missing = (n_individuals - called) / max(n_individuals, 1)
+        tests.append(("geno", missing <= geno, f"missing-call fraction > {geno:g}"))
+    if drop_monomorphic or maf is not None:
+        frequency = minor_allele_counts(allele_sum, 2 * called) / (
+            2.0 * np.maximum(called, 1))
+    if drop_monomorphic:
+        tests.append(("monomorphic", (frequency > 0) & (called > 0),
+                      "monomorphic (one observed allele) or no called genotype"))
+    if maf is not None:
+        tests.append(("maf", frequency >= maf, f"minor allele frequency < {maf:g}"))
+    keep = np.ones(len(called), dtype=bool)
     entries = []
-    for name, reason, rule in rules:
-        passes = rule(called, allele_sum, genotypes.n_individuals)
-        entries.append((name, np.count_nonzero(kept & ~passes), reason))
-        kept &= passes
-    result = _keep_snps(genotypes, kept)
-    for name, removed, reason in entries:
-        _log(result, name, "variants", removed, reason)
+    for name, passes, reason in tests:
+        entries.append(log_entry(name, "variants", np.count_nonzero(keep & ~passes),
+                                 reason))
+        keep &= passes
+    return keep, entries
+
+
+def _filter_snps(genotypes: Genotypes, **thresholds) -> Genotypes:
+    """:func:`select_snps` on ``genotypes``: one count pass, one subset."""
+    called, allele_sum, _ = snp_statistics(genotypes.dosage)
+    keep, entries = select_snps(called, allele_sum, genotypes.n_individuals,
+                                **thresholds)
+    result = _keep_snps(genotypes, keep)
+    result.filter_log.extend(entries)
     return result
 
 
 def filter_geno(genotypes: Genotypes, geno: float) -> Genotypes:
     """Remove SNPs whose missing-call fraction exceeds ``geno``."""
     _check_fraction(geno, "geno")
-    return _filter_snps(genotypes, [_geno_rule(geno)])
+    return _filter_snps(genotypes, geno=geno, drop_monomorphic=False)
 
 
 def filter_monomorphic(genotypes: Genotypes) -> Genotypes:
@@ -162,13 +184,13 @@ def filter_monomorphic(genotypes: Genotypes) -> Genotypes:
     >>> filter_monomorphic(g).n_snps
     1
     """
-    return _filter_snps(genotypes, [_monomorphic_rule()])
+    return _filter_snps(genotypes)
 
 
 def filter_maf(genotypes: Genotypes, maf: float) -> Genotypes:
     """Remove SNPs whose minor allele frequency is below ``maf``."""
     _check_fraction(maf, "maf", upper=0.5)
-    return _filter_snps(genotypes, [_maf_rule(maf)])
+    return _filter_snps(genotypes, maf=maf, drop_monomorphic=False)
 
 
 def parse_indep_pairwise(values) -> tuple[int, int, float]:
@@ -334,19 +356,16 @@ def apply_filters(
     >>> [entry["filter"] for entry in out.filter_log]
     ['geno', 'monomorphic', 'maf']
     """
-    _check_fraction(maf, "maf", upper=0.5)
-    _check_fraction(geno, "geno")
-    _check_fraction(mind, "mind")
+    check_thresholds(maf=maf, geno=geno, mind=mind)
     if indep_pairwise is not None:
         indep_pairwise = parse_indep_pairwise(indep_pairwise)
     result = genotypes
     if mind < 1.0:
         result = filter_mind(result, mind)
-    rules = ([_geno_rule(geno)] if geno < 1.0 else []) + \
-        ([_monomorphic_rule()] if drop_monomorphic else []) + \
-        ([_maf_rule(maf)] if maf > 0.0 else [])
-    if rules:
-        result = _filter_snps(result, rules)
+    if geno < 1.0 or maf > 0.0 or drop_monomorphic:
+        result = _filter_snps(result, geno=geno if geno < 1.0 else None,
+                              maf=maf if maf > 0.0 else None,
+                              drop_monomorphic=drop_monomorphic)
     if indep_pairwise is not None:
         result = filter_indep_pairwise(result, *indep_pairwise)
     return result

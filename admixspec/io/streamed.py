@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.chunks import chunk_bounds, count_observed
-from ..core.filters import apply_filters
-from ..core.genotypes import Genotypes, placeholder_variants, snp_statistics
+from ..core.chunks import chunk_bounds
+from ..core.filters import check_thresholds, log_entry, select_snps
+from ..core.genotypes import snp_statistics
 from .errors import reading
 
 __all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "filter_streamed"]
@@ -248,30 +248,40 @@ class StreamedGenotypes:
         return self._last[1]
 
 
-def _chunk_filters(chunks: StreamedChunks, options: dict):
-    """Apply the per-SNP filters chunk by chunk (one pass).
+def _chunk_filters(chunks: StreamedChunks, thresholds: dict):
+    """Apply the per-SNP filters chunk by chunk (one pass, one count per chunk).
 
     Returns the kept positions (into ``chunks.columns``), the filter log
-    (removals summed over chunks) and the kept calls per individual.
+    (removals summed over chunks) and the kept calls per individual. The
+    filters decide from the chunk's counts (:func:`select_snps`), so no
+    filtered copy of the chunk is made; each individual's calls at the kept
+    SNPs are the chunk's calls less those at the removed SNPs, counted on a
+    copy of the fewer of the two column sets.
     """
-    samples = np.array([f"i{i}" for i in range(chunks.n_individuals)])
     kept, log, observed = [], {}, np.zeros(chunks.n_individuals)
-    for start, stop, chunk in chunks.chunks_with_progress("filtered"):
-        variants = placeholder_variants(stop - start)
-        variants["pos"] = np.arange(start, stop)
-        # the source's buffer itself, not a copy: the filters copy only what they
-        # subset, and everything is read from `part` before the next chunk is
-        # decoded into the buffer (a copy, and the last chunk's kept alive while the
-        # next was filtered, were 255 MiB of a 10,000-individual run's 486 MiB here)
-        part = apply_filters(Genotypes(chunk, samples, variants), **options)
-        kept.append(part.variants["pos"].to_numpy(dtype=np.int64))
-        observed += count_observed(part.dosage)
-        for entry in part.filter_log:
+    for start, _, chunk in chunks.chunks_with_progress("filtered"):
+        # the source's buffer itself, valid until the next chunk is decoded
+        called, allele_sum, missing = snp_statistics(chunk)
+        keep, entries = select_snps(called, allele_sum, chunks.n_individuals,
+                                    **thresholds)
+        kept.append(start + np.flatnonzero(keep))
+        observed += _calls_at(chunk, keep, called.size - missing)
+        for entry in entries:
             total = log.setdefault(entry["filter"], dict(entry, removed=0))
             total["removed"] += entry["removed"]
-        del part
     return np.concatenate(kept) if kept else np.zeros(0, np.int64), list(log.values()), \
         observed
+
+
+def _calls_at(chunk, keep, calls):
+    """Each individual's calls at the SNPs ``keep`` marks, from ``calls`` at all."""
+    n_kept = np.count_nonzero(keep)
+    if n_kept == keep.size:
+        return calls
+    if n_kept <= keep.size - n_kept:
+        return n_kept - snp_statistics(chunk[:, keep])[2]
+    removed = ~keep
+    return calls - (np.count_nonzero(removed) - snp_statistics(chunk[:, removed])[2])
 
 
 def filter_streamed(chunks: StreamedChunks, *, maf=0.0, geno=1.0, mind=1.0,
@@ -292,14 +302,15 @@ def filter_streamed(chunks: StreamedChunks, *, maf=0.0, geno=1.0, mind=1.0,
     filtered : StreamedChunks
         The source the per-SNP pass read (a format may count what it saw).
     """
+    check_thresholds(maf=maf, geno=geno, mind=mind)
     log = []
     if mind < 1.0 and chunks.n_snps:
         missing = chunks.statistics()[2]
         keep = missing / chunks.n_snps <= mind
-        log.append({"filter": "mind", "unit": "individuals",
-                    "removed": int(np.count_nonzero(~keep)),
-                    "reason": f"missing-call fraction > {mind:g}"})
+        log.append(log_entry("mind", "individuals", np.count_nonzero(~keep),
+                             f"missing-call fraction > {mind:g}"))
         chunks = chunks.subset(rows=np.flatnonzero(keep))
     kept, snp_log, observed = _chunk_filters(
-        chunks, {"maf": maf, "geno": geno, "drop_monomorphic": drop_monomorphic})
+        chunks, {"geno": geno if geno < 1.0 else None, "maf": maf if maf > 0.0 else None,
+                 "drop_monomorphic": drop_monomorphic})
     return chunks.subset(columns=kept, n_observed=observed), log + snp_log, chunks
