@@ -53,23 +53,13 @@ def _decode(raw, snps, rows, out, offset, lut):
     for tile in numba.prange(n_tiles):
         r0 = tile * _ROW_TILE
         r1 = min(r0 + _ROW_TILE, n_rows)
-        # the tile's distinct bytes (consecutive individuals share them; rows
-        # out of order only repeat a byte), and each individual's among them
-        needed = np.empty(r1 - r0, dtype=np.int64)
-        slot = np.empty(r1 - r0, dtype=np.int64)
-        count = 0
-        for r in range(r0, r1):
-            byte = rows[r] >> 2
-            if count == 0 or needed[count - 1] != byte:
-                needed[count] = byte
-                count += 1
-            slot[r - r0] = count - 1
-        step = np.empty((count, _SNP_TILE), dtype=np.uint8)
+        needed, slot = _tile_bytes(rows[r0:r1])
+        step = np.empty((len(needed), _SNP_TILE), dtype=np.uint8)
         for s0 in range(0, n_snps, _SNP_TILE):
             width = min(_SNP_TILE, n_snps - s0)
             for s in range(width):
                 line = raw[snps[s0 + s]]
-                for k in range(count):
+                for k in range(len(needed)):
                     step[k, s] = line[needed[k]]
             for r in range(r0, r1):
                 codes = step[slot[r - r0]]
@@ -77,6 +67,24 @@ def _decode(raw, snps, rows, out, offset, lut):
                 row = out[r]
                 for s in range(width):
                     row[offset + s0 + s] = lut[(codes[s] >> shift) & 3]
+
+
+@numba.njit(cache=True, nogil=True)
+def _tile_bytes(rows):
+    """The bytes of a SNP row that hold ``rows``, and each row's among them.
+
+    Consecutive individuals share a byte; rows out of order only repeat one.
+    """
+    needed = np.empty(len(rows), dtype=np.int64)
+    slot = np.empty(len(rows), dtype=np.int64)
+    count = 0
+    for r in range(len(rows)):
+        byte = rows[r] >> 2
+        if count == 0 or needed[count - 1] != byte:
+            needed[count] = byte
+            count += 1
+        slot[r] = count - 1
+    return needed[:count], slot
 
 
 class BedChunks(StreamedChunks):
