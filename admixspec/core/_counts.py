@@ -14,9 +14,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-#: SNP columns a thread counts at a time in an individual-major matrix: their
-#: int16 sums (16 KiB) stay in the core's first-level cache while rows pass.
-TILE_SNPS = 4096
+#: Columns a thread counts at a time: their int16 sums (16 KiB) stay in the
+#: core's first-level cache while the rows pass.
+TILE_COLUMNS = 4096
 
 #: Rows added into the int16 sums before they are moved to int64: at most
 #: two copies a call, 2 x 16,000 < 2**15.
@@ -26,66 +26,78 @@ TILE_ROWS = 16_000
 def count_calls(dosage):
     """Per-SNP calls and allele sums, per-individual missing calls.
 
+    The kernel counts a C-ordered matrix along its rows, giving the missing
+    calls and allele sums of both its rows and its columns; a Fortran-ordered
+    one is counted as its transpose, with the two margins' roles swapped.
+
     Parameters
     ----------
     dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
-        -1 missing. Every reader and :func:`~admixspec.core.genotypes.check_dosage`
-        give C order, which the kernel reads along its rows; other layouts are
-        counted correctly, more slowly.
+        -1 missing.
 
     Returns
     -------
     called, allele_sum : numpy.ndarray, int64, shape (n_snps,)
     missing_rows : numpy.ndarray, int64, shape (n_individuals,)
     """
-    n, m = dosage.shape
-    called = np.empty(m, dtype=np.int64)
-    allele_sum = np.empty(m, dtype=np.int64)
-    missing_rows = np.empty(n, dtype=np.int64)
-    _count(dosage, called, allele_sum, missing_rows, numba.get_num_threads())
-    return called, allele_sum, missing_rows
+    snp_major = dosage.flags.f_contiguous and not dosage.flags.c_contiguous
+    matrix = dosage.T if snp_major else dosage
+    margins = [np.empty(size, dtype=np.int64)
+               for size in (matrix.shape[0], matrix.shape[0],
+                            matrix.shape[1], matrix.shape[1])]
+    _count(matrix, *margins, numba.get_num_threads())
+    row_missing, row_sum, column_missing, column_sum = margins
+    if snp_major:
+        return dosage.shape[0] - row_missing, row_sum, column_missing
+    return dosage.shape[0] - column_missing, column_sum, row_missing
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _count(dosage, called, allele_sum, missing_rows, threads):
-    """:func:`count_calls` into its three arrays, overwritten.
+def _count(matrix, row_missing, row_sum, column_missing, column_sum, threads):
+    """Missing calls and allele sums of every row and column, overwritten.
 
-    Threads take tiles of :data:`TILE_SNPS` SNPs, so no two add to the same
-    SNP, and add each row's missing calls into their own row of partial
+    Threads take tiles of :data:`TILE_COLUMNS` columns, so no two add to the
+    same column, and add each row's counts into their own rows of partial
     counts, summed at the end.
     """
-    n, m = dosage.shape
-    tiles = -(-m // TILE_SNPS)
+    n, m = matrix.shape
+    tiles = -(-m // TILE_COLUMNS)
     bands = max(1, min(threads, tiles))
     missing_part = np.zeros((bands, n), dtype=np.int64)
+    sum_part = np.zeros((bands, n), dtype=np.int64)
     for band in numba.prange(bands):
-        missing_tile = np.empty(TILE_SNPS, dtype=np.int16)
-        sum_tile = np.empty(TILE_SNPS, dtype=np.int16)
+        missing_tile = np.empty(TILE_COLUMNS, dtype=np.int16)
+        sum_tile = np.empty(TILE_COLUMNS, dtype=np.int16)
         for tile in range(band, tiles, bands):
-            first, last = tile * TILE_SNPS, min((tile + 1) * TILE_SNPS, m)
-            called[first:last] = n
-            allele_sum[first:last] = 0
+            first, last = tile * TILE_COLUMNS, min((tile + 1) * TILE_COLUMNS, m)
+            column_missing[first:last] = 0
+            column_sum[first:last] = 0
             for top in range(0, n, TILE_ROWS):
-                rows = dosage[top:top + TILE_ROWS, first:last]
-                _add_rows(rows, missing_tile, sum_tile, missing_part[band, top:])
-                called[first:last] -= missing_tile[:last - first]
-                allele_sum[first:last] += sum_tile[:last - first]
-    missing_rows[:] = missing_part.sum(axis=0)
+                _add_rows(matrix[top:top + TILE_ROWS, first:last], missing_tile,
+                          sum_tile, missing_part[band, top:], sum_part[band, top:])
+                column_missing[first:last] += missing_tile[:last - first]
+                column_sum[first:last] += sum_tile[:last - first]
+    row_missing[:] = missing_part.sum(axis=0)
+    row_sum[:] = sum_part.sum(axis=0)
 
 
 @numba.njit(cache=True, nogil=True)
-def _add_rows(rows, missing_tile, sum_tile, missing_per_row):
-    """Each column's missing calls and allele sum in int16, each row's missing added."""
+def _add_rows(rows, missing_tile, sum_tile, row_missing, row_sum):
+    """Each column's missing calls and allele sum in int16; each row's added."""
     width = rows.shape[1]
     missing_tile[:width] = 0
     sum_tile[:width] = 0
     for i in range(rows.shape[0]):
         row = rows[i]
         missing = 0
+        total = 0
         for j in range(width):
             is_missing = np.int16(row[j] < 0)
-            missing += is_missing
-            missing_tile[j] += is_missing
             # a missing call is -1: adding its flag adds nothing to the sum
-            sum_tile[j] += row[j] + is_missing
-        missing_per_row[i] += missing
+            value = row[j] + is_missing
+            missing += is_missing
+            total += value
+            missing_tile[j] += is_missing
+            sum_tile[j] += value
+        row_missing[i] += missing
+        row_sum[i] += total
