@@ -42,51 +42,54 @@ def count_calls(dosage):
     """
     snp_major = dosage.flags.f_contiguous and not dosage.flags.c_contiguous
     matrix = dosage.T if snp_major else dosage
-    margins = [np.empty(size, dtype=np.int64)
-               for size in (matrix.shape[0], matrix.shape[0],
-                            matrix.shape[1], matrix.shape[1])]
-    _count(matrix, *margins, numba.get_num_threads())
-    row_missing, row_sum, column_missing, column_sum = margins
+    n, m = matrix.shape
+    # a band of columns per thread, each with its own rows of partial counts
+    bands = max(1, min(numba.get_num_threads(), -(-m // TILE_COLUMNS)))
+    row_parts = np.zeros((2, bands, n), dtype=np.int64)
+    column_missing = np.empty(m, dtype=np.int64)
+    column_sum = np.empty(m, dtype=np.int64)
+    _count(matrix, row_parts, column_missing, column_sum)
+    row_missing, row_sum = row_parts.sum(axis=1)
     if snp_major:
         return dosage.shape[0] - row_missing, row_sum, column_missing
     return dosage.shape[0] - column_missing, column_sum, row_missing
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _count(matrix, row_missing, row_sum, column_missing, column_sum, threads):
-    """Missing calls and allele sums of every row and column, overwritten.
+def _count(matrix, row_parts, column_missing, column_sum):
+    """Missing calls and allele sums of every column, and partial ones of rows.
 
-    Threads take tiles of :data:`TILE_COLUMNS` columns, so no two add to the
-    same column, and add each row's counts into their own rows of partial
-    counts, summed at the end.
+    Band ``b`` of ``row_parts`` (2, bands, rows) takes the tiles of
+    :data:`TILE_COLUMNS` columns ``b, b + bands, ...``, so no two threads add
+    to the same column or the same partial row count; written with loops, not
+    array expressions, which numba would compile into parallel loops too.
     """
     n, m = matrix.shape
+    bands = row_parts.shape[1]
     tiles = -(-m // TILE_COLUMNS)
-    bands = max(1, min(threads, tiles))
-    missing_part = np.zeros((bands, n), dtype=np.int64)
-    sum_part = np.zeros((bands, n), dtype=np.int64)
     for band in numba.prange(bands):
         missing_tile = np.empty(TILE_COLUMNS, dtype=np.int16)
         sum_tile = np.empty(TILE_COLUMNS, dtype=np.int16)
         for tile in range(band, tiles, bands):
             first, last = tile * TILE_COLUMNS, min((tile + 1) * TILE_COLUMNS, m)
-            column_missing[first:last] = 0
-            column_sum[first:last] = 0
+            for j in range(first, last):
+                column_missing[j] = 0
+                column_sum[j] = 0
             for top in range(0, n, TILE_ROWS):
                 _add_rows(matrix[top:top + TILE_ROWS, first:last], missing_tile,
-                          sum_tile, missing_part[band, top:], sum_part[band, top:])
-                column_missing[first:last] += missing_tile[:last - first]
-                column_sum[first:last] += sum_tile[:last - first]
-    row_missing[:] = missing_part.sum(axis=0)
-    row_sum[:] = sum_part.sum(axis=0)
+                          sum_tile, row_parts[0, band, top:], row_parts[1, band, top:])
+                for j in range(first, last):
+                    column_missing[j] += missing_tile[j - first]
+                    column_sum[j] += sum_tile[j - first]
 
 
 @numba.njit(cache=True, nogil=True)
 def _add_rows(rows, missing_tile, sum_tile, row_missing, row_sum):
     """Each column's missing calls and allele sum in int16; each row's added."""
     width = rows.shape[1]
-    missing_tile[:width] = 0
-    sum_tile[:width] = 0
+    for j in range(width):
+        missing_tile[j] = 0
+        sum_tile[j] = 0
     for i in range(rows.shape[0]):
         row = rows[i]
         missing = 0
