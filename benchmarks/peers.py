@@ -32,7 +32,9 @@ Data sets (``--data``): ``hapmap3`` (ADMIXTURE tutorial, 324 x 13,759
 polymorphic SNPs), ``1kg`` (1000 Genomes phase 1, 1,092 x 14,079),
 ``sim2000`` (Balding-Nichols, 2,000 x 100,000, K = 4, F_ST 0.1, alpha 0.5,
 seed 11), ``demo`` (ADAMIXTURE's demo data, 105 x 8,451; from the installed
-package, or ``--demo PATH``).
+package, or ``--demo PATH``), ``1kg-eur`` (the 379 Europeans of ``1kg``, CEU,
+FIN, GBR, IBS and TSI by its ``labels.tsv``, 14,038 SNPs polymorphic among
+them: weak structure, a flat likelihood).
 
 Run (on a quiet machine; under load, CPU time is the fairer measure):
   python benchmarks/peers.py --data hapmap3 --K 3 4 5 --threads 1 2
@@ -68,7 +70,8 @@ KG = REALDATA / "1kg_phase1_1092_flashpca" / (
     "1kg.ref.phase1_release_v3.20101123_thinned_autosomal_overlap.bed")
 PEERS = Path(os.environ.get("PEERS_BIN", "/work/peers/bin"))
 SIM2000 = dict(n_individuals=2000, n_snps=100_000, K=4, fst=0.1, alpha=0.5, seed=11)
-DEFAULT_K = {"hapmap3": [3, 4, 5], "1kg": [5, 8], "sim2000": [4], "demo": [7]}
+DEFAULT_K = {"hapmap3": [3, 4, 5], "1kg": [5, 8], "sim2000": [4], "demo": [7],
+             "1kg-eur": [2, 3, 4, 5]}
 
 
 @dataclass
@@ -103,15 +106,25 @@ def load(name, demo=None):
         geno = admixspec.simulate_balding_nichols(cfg.pop("n_individuals"),
                                                   cfg.pop("n_snps"), K, **cfg).genotypes
     else:
-        path = {"hapmap3": HAPMAP3, "1kg": KG, "demo": demo or demo_bed()}[name]
+        path = {"hapmap3": HAPMAP3, "1kg": KG, "1kg-eur": KG,
+                "demo": demo or demo_bed()}[name]
         if path is None or not Path(path).exists():
             sys.exit(f"data not found for {name}: {path}")
         geno = admixspec.read_genotypes(path, drop_monomorphic=False)
+        if name == "1kg-eur":
+            geno = geno.subset(individuals=np.flatnonzero(_superpopulation(geno) == "EUR"))
     G = geno.dosage
     called = G >= 0
     counted = np.where(called, G, 0).sum(axis=0)
     keep = (counted > 0) & (counted < 2 * called.sum(axis=0))
     return geno.subset(snps=np.flatnonzero(keep)) if not keep.all() else geno
+
+
+def _superpopulation(geno):
+    """Each individual's 1000 Genomes superpopulation, from the data's ``labels.tsv``."""
+    labels = np.loadtxt(KG.parent / "labels.tsv", dtype=str, skiprows=1, ndmin=2)
+    lookup = dict(zip(labels[:, 0], labels[:, 2]))
+    return np.array([lookup.get(sample, "") for sample in geno.samples])
 
 
 def _thread_env(threads):
@@ -349,7 +362,7 @@ def _report(run, json_path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", nargs="+", default=["hapmap3"],
-                    choices=["hapmap3", "1kg", "sim2000", "demo"])
+                    choices=sorted(DEFAULT_K))
     ap.add_argument("--K", type=int, nargs="*", default=None,
                     help="default: " + ", ".join(f"{k} {v}"
                                                  for k, v in DEFAULT_K.items()))
