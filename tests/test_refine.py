@@ -106,9 +106,11 @@ class TestFitML:
         # the screen: each start in turn, 4 iterations each (none converges that fast)
         assert starts[:12] == [0, 1, 2] * 4
         assert set(starts[12:]) <= {starts[-1]}
-        # one pass to start each chain, two per iteration, one more per EM fallback
+        # one pass to start each chain, two per iteration, one more per EM
+        # fallback, and the ridge searches' own
         n_em = sum(h.stage == "EM" for h in res.history)
-        assert res.n_passes == 3 + 2 * res.n_iter + n_em
+        n_ridge = sum(h.ridge_passes for h in res.history)
+        assert res.n_passes == 3 + 2 * res.n_iter + n_em + n_ridge
 
     def test_fit_ml__screen_continues_the_best_start(self, sim_fixture):
         res = fit_ml(sim_fixture.genotypes.dosage, 3, init="random", seed=2, starts=3,

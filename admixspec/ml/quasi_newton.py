@@ -20,6 +20,17 @@ evaluates the map at the quasi-Newton point (and its log-likelihood), which
 is kept when it is at least as good as F(x), else F(x) is, whose image is
 already known. When F(x) falls below x (a Newton step need not climb), the
 iteration takes the EM map instead and the secant history restarts.
+
+Both chains also *search along the ridge* (:meth:`MapChain.ridge_search`):
+near a saddle of the likelihood the fixed-point steps creep along one
+direction at a slowly growing rate (the 379 Europeans of 1000 Genomes at
+K = 5: 750 iterations gaining 0.003-0.02 units each, then a climb of 830
+units), and a Newton step on ``x = F(x)`` heads for the saddle, which is a
+fixed point too. Every :data:`RIDGE_WINDOW` iterations the chain tries
+``x + a d`` for the displacement ``d`` over that window, ``a`` =
+:data:`RIDGE_FIRST_STEP` doubled while the log-likelihood rises (one pass
+each), and moves to the best point if it beats x. A try that fails costs
+one pass in ten iterations' twenty.
 """
 
 from __future__ import annotations
@@ -27,6 +38,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import numpy as np
+
+#: Iterations between two ridge searches, and over which the displacement is taken.
+RIDGE_WINDOW = 10
+#: The first step along the ridge, in displacements of the window: a whole one
+#: overshot on most tries (the 379 Europeans at K = 5: 6 moves in 47 tries,
+#: against 23 in 41 from a quarter).
+RIDGE_FIRST_STEP = 0.25
+#: Doublings of the step along the ridge, at most.
+RIDGE_DOUBLINGS = 10
 
 __all__ = ["MapChain", "SecantChain"]
 
@@ -47,6 +67,10 @@ class MapChain(ABC):
         self.Fx = run.newton(Q, P)
         self.ll = self.Fx[2]
         self.converged = False
+        self.gains: list[float] = []
+        self.anchor = (Q.copy(), P.copy())
+        #: the last iteration's ridge search: (passes, step taken; 0 if it did not move)
+        self.ridge = (0, 0.0)
 
     def advance(self, tol):
         """One iteration; returns ``(stage, loglik before, loglik after)``.
@@ -64,7 +88,46 @@ class MapChain(ABC):
             ll_new, stage = self.accelerate(Q1, P1, Q2, P2, ll1), "QN"
         ll_prev, self.ll = self.ll, ll_new
         self.converged = ll_new - ll_prev < tol
-        return stage, ll_prev, ll_new
+        self.gains.append(ll_new - ll_prev)
+        self.ridge = (0, 0.0)
+        if not self.converged and len(self.gains) == RIDGE_WINDOW:
+            self.ridge = self.ridge_search()
+            self.gains.clear()
+            self.anchor = (self.Q.copy(), self.P.copy())
+        return stage, ll_prev, self.ll
+
+    def ridge_search(self):
+        """Step along the last window's displacement while the log-likelihood rises.
+
+        Returns ``(passes, step)``: the passes it made and the multiple of
+        the displacement it moved by (0 when no point beat x; see the module
+        notes). A move replaces x, its image and its log-likelihood, and
+        restarts the acceleration's own history (:meth:`forget`).
+        """
+        if min(self.gains) <= 0.0:  # an iteration that stood still: nothing to follow
+            return 0, 0.0
+        run = self.run
+        moves = [a - b for a, b in zip(run.params(self.Q, self.P), run.params(*self.anchor))]
+        best, best_ll, passes = None, self.ll, 0
+        for doubling in range(RIDGE_DOUBLINGS + 1):
+            step = RIDGE_FIRST_STEP * 2.0 ** doubling
+            Q = self.Q + step * moves[0]
+            P = self.P + step * moves[1] if run.update_p else self.P
+            Q, P = run.clean(Q, P)
+            image = run.newton(Q, P)
+            passes += 1
+            if not image[2] > best_ll:
+                break
+            best, best_ll = (Q, P, image, step), image[2]
+        if best is None:
+            return passes, 0.0
+        self.Q, self.P, self.Fx, step = best
+        self.ll = best_ll
+        self.forget()
+        return passes, step
+
+    def forget(self):
+        """Drop the acceleration's state that the ridge search made stale."""
 
     def restart(self):
         """Move to the EM map's image of x; returns its log-likelihood."""
@@ -145,9 +208,12 @@ class SecantChain(MapChain):
             coef = np.linalg.lstsq(A, b, rcond=None)[0]
         return x1 - V @ coef
 
-    def restart(self):
+    def forget(self):
         self.U.clear()
         self.V.clear()
+
+    def restart(self):
+        self.forget()
         return super().restart()
 
     def accelerate(self, Q1, P1, Q2, P2, ll1):

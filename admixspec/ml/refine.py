@@ -131,6 +131,14 @@ class IterationInfo(NamedTuple):
     start : int
         Which of the screened starts the iteration advanced (0 when there
         is one; see ``fit_ml``'s ``starts``).
+    ridge_passes : int
+        Passes of the search along the ridge that ended the iteration (0
+        when none ran; every tenth iteration of a block-relaxation chain,
+        :meth:`admixspec.ml.quasi_newton.MapChain.ridge_search`).
+    ridge_step : float
+        How far that search moved, in displacements of the last ten
+        iterations (0 when it did not move); ``loglik`` and ``delta``
+        include the move.
     """
 
     iteration: int
@@ -140,6 +148,8 @@ class IterationInfo(NamedTuple):
     delta: float
     batches: int
     start: int = 0
+    ridge_passes: int = 0
+    ridge_step: float = 0.0
 
 
 class Maximization(NamedTuple):
@@ -181,6 +191,8 @@ def format_iteration(info: IterationInfo) -> str:
     label = "QN/Block" if info.stage == "QN" else "EM"
     if info.start:
         label += f", start {info.start}"
+    if info.ridge_step:
+        label += f", ridge x{info.ridge_step:g}"
     return (
         f"{info.iteration} ({label}) \tElapsed: {info.elapsed:.3f}\t"
         f"Loglikelihood: {info.loglik:g}\t(delta): {info.delta:g}"
@@ -314,11 +326,12 @@ class _Run:
         """The arrays that move (P only when it is estimated)."""
         return [Q, P] if self.update_p else [Q]
 
-    def report(self, stage, ll, prev, nb=1, start=0):
+    def report(self, stage, ll, prev, nb=1, start=0, ridge=(0, 0.0)):
         now = time.perf_counter()
         elapsed, self._last = now - self._last, now
         info = IterationInfo(len(self.history) + 1, stage, elapsed, ll,
-                             ll - prev if np.isfinite(prev) else float("nan"), nb, start)
+                             ll - prev if np.isfinite(prev) else float("nan"), nb, start,
+                             *ridge)
         self.history.append(info)
         if logger.isEnabledFor(logging.INFO):
             logger.info(format_iteration(info))
@@ -435,7 +448,7 @@ def _newton_qn_phase(run, starts, tol, screen_iter=0, secants=1):
         for k, chain in enumerate(chains):
             if not chain.converged and not run.exhausted:
                 stage, prev, ll = chain.advance(tol)
-                run.report(stage, ll, prev, start=k)
+                run.report(stage, ll, prev, start=k, ridge=chain.ridge)
         if all(c.converged for c in chains) or run.exhausted:
             break
     best = max(range(len(chains)), key=lambda k: chains[k].ll)
@@ -445,7 +458,7 @@ def _newton_qn_phase(run, starts, tol, screen_iter=0, secants=1):
                     len(chains), best, chain.ll)
     while not chain.converged and not run.exhausted:
         stage, prev, ll = chain.advance(tol)
-        run.report(stage, ll, prev, start=best)
+        run.report(stage, ll, prev, start=best, ridge=chain.ridge)
     return Maximization(chain.Q, chain.P, float(chain.ll), len(run.history),
                         chain.converged,
             run.history)
