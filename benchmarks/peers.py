@@ -112,7 +112,8 @@ def load(name, demo=None):
             sys.exit(f"data not found for {name}: {path}")
         geno = admixspec.read_genotypes(path, drop_monomorphic=False)
         if name == "1kg-eur":
-            geno = geno.subset(individuals=np.flatnonzero(_superpopulation(geno) == "EUR"))
+            european = _superpopulation(geno) == "EUR"
+            geno = geno.subset(individuals=np.flatnonzero(european))
     G = geno.dosage
     called = G >= 0
     counted = np.where(called, G, 0).sum(axis=0)
@@ -123,7 +124,7 @@ def load(name, demo=None):
 def _superpopulation(geno):
     """Each individual's 1000 Genomes superpopulation, from the data's ``labels.tsv``."""
     labels = np.loadtxt(KG.parent / "labels.tsv", dtype=str, skiprows=1, ndmin=2)
-    lookup = dict(zip(labels[:, 0], labels[:, 2]))
+    lookup = dict(zip(labels[:, 0], labels[:, 2], strict=True))
     return np.array([lookup.get(sample, "") for sample in geno.samples])
 
 

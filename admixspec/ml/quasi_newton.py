@@ -101,13 +101,13 @@ class MapChain(ABC):
 
         Returns ``(passes, step)``: the passes it made and the multiple of
         the displacement it moved by (0 when no point beat x; see the module
-        notes). A move replaces x, its image and its log-likelihood, and
-        restarts the acceleration's own history (:meth:`forget`).
+        notes). A move replaces x, its image and its log-likelihood.
         """
         if min(self.gains) <= 0.0:  # an iteration that stood still: nothing to follow
             return 0, 0.0
         run = self.run
-        moves = [a - b for a, b in zip(run.params(self.Q, self.P), run.params(*self.anchor))]
+        here, there = run.params(self.Q, self.P), run.params(*self.anchor)
+        moves = [a - b for a, b in zip(here, there, strict=True)]
         best, best_ll, passes = None, self.ll, 0
         for doubling in range(RIDGE_DOUBLINGS + 1):
             step = RIDGE_FIRST_STEP * 2.0 ** doubling
@@ -123,11 +123,7 @@ class MapChain(ABC):
             return passes, 0.0
         self.Q, self.P, self.Fx, step = best
         self.ll = best_ll
-        self.forget()
         return passes, step
-
-    def forget(self):
-        """Drop the acceleration's state that the ridge search made stale."""
 
     def restart(self):
         """Move to the EM map's image of x; returns its log-likelihood."""
@@ -208,13 +204,18 @@ class SecantChain(MapChain):
             coef = np.linalg.lstsq(A, b, rcond=None)[0]
         return x1 - V @ coef
 
-    def forget(self):
+    def restart(self):
         self.U.clear()
         self.V.clear()
-
-    def restart(self):
-        self.forget()
         return super().restart()
+
+    def ridge_search(self):
+        """:meth:`MapChain.ridge_search`; a move makes the stored secants stale."""
+        passes, step = super().ridge_search()
+        if step:
+            self.U.clear()
+            self.V.clear()
+        return passes, step
 
     def accelerate(self, Q1, P1, Q2, P2, ll1):
         """The quasi-Newton point from the secants, kept if at least as good as F(x)."""
