@@ -181,12 +181,16 @@ def format_iteration(info: IterationInfo) -> str:
 
     Block-relaxation iterations are labelled ``(QN/Block)`` as in ADMIXTURE's
     logs, EM iterations ``(EM)``; an iteration of a screened start other than
-    the first names it (``(QN/Block, start 2)``).
+    the first names it (``(QN/Block, start 2)``), and one that a search along
+    the ridge moved says how far (``(QN/Block, ridge x0.5)``).
 
     Examples
     --------
     >>> format_iteration(IterationInfo(3, "EM", 0.6871, -4216220.5, 40582.9, 1))
     '3 (EM) \\tElapsed: 0.687\\tLoglikelihood: -4.21622e+06\\t(delta): 40582.9'
+    >>> info = IterationInfo(20, "QN", 0.5, -6683690.3, 1.2, 1, 0, 3, 0.5)
+    >>> format_iteration(info).split("\\t")[0]
+    '20 (QN/Block, ridge x0.5) '
     """
     label = "QN/Block" if info.stage == "QN" else "EM"
     if info.start:
