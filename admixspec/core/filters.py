@@ -46,7 +46,9 @@ __all__ = [
     "filter_monomorphic",
     "log_entry",
     "parse_indep_pairwise",
+    "select_individuals",
     "select_snps",
+    "snp_filters",
     "snp_statistics",
 ]
 
@@ -86,6 +88,40 @@ def check_thresholds(*, maf: float = 0.0, geno: float = 1.0, mind: float = 1.0) 
     _check_fraction(mind, "mind")
 
 
+def select_individuals(missing, n_snps: int, mind: float) -> tuple[np.ndarray, dict]:
+    """The individuals that ``--mind`` keeps, from their missing calls.
+
+    Parameters
+    ----------
+    missing : numpy.ndarray, int, shape (n_individuals,)
+        Missing calls per individual (:func:`snp_statistics`).
+    n_snps : int
+        SNPs the calls were counted over (none: everyone is kept).
+    mind : float
+        Threshold, checked by the caller.
+
+    Returns
+    -------
+    keep : numpy.ndarray, bool, shape (n_individuals,)
+    entry : dict
+        The filter's log entry.
+    """
+    keep = np.asarray(missing) / max(n_snps, 1) <= mind
+    return keep, log_entry("mind", "individuals", np.count_nonzero(~keep),
+                           f"missing-call fraction > {mind:g}")
+
+
+def snp_filters(*, maf: float = 0.0, geno: float = 1.0,
+                drop_monomorphic: bool = True) -> dict:
+    """:func:`select_snps`'s keyword arguments for PLINK-style thresholds.
+
+    ``geno`` 1 and ``maf`` 0 remove nothing and are left out of the log, as
+    :func:`apply_filters` has always done: they become None.
+    """
+    return {"geno": geno if geno < 1.0 else None, "maf": maf if maf > 0.0 else None,
+            "drop_monomorphic": drop_monomorphic}
+
+
 def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:
     """Remove individuals whose missing-call fraction exceeds ``mind``.
 
@@ -97,10 +133,12 @@ def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:
     2
     """
     _check_fraction(mind, "mind")
-    if genotypes.n_snps == 0:
-        result = _unchanged(genotypes)
-        _log(result, "mind", "individuals", 0, f"missing-call fraction > {mind:g}")
-        return result
+    _, _, missing_rows = snp_statistics(genotypes.dosage)
+    keep, entry = select_individuals(missing_rows, genotypes.n_snps, mind)
+    result = (_unchanged(genotypes) if keep.all()
+              else genotypes.subset(individuals=np.flatnonzero(keep)))
+    result.filter_log.append(entry)
+    return result
     _, _, missing_rows = snp_statistics(genotypes.dosage)
     keep = missing_rows / genotypes.n_snps <= mind
     result = (_unchanged(genotypes) if keep.all()
@@ -362,10 +400,10 @@ def apply_filters(
     result = genotypes
     if mind < 1.0:
         result = filter_mind(result, mind)
-    if geno < 1.0 or maf > 0.0 or drop_monomorphic:
-        result = _filter_snps(result, geno=geno if geno < 1.0 else None,
-                              maf=maf if maf > 0.0 else None,
-                              drop_monomorphic=drop_monomorphic)
+    thresholds = snp_filters(maf=maf, geno=geno, drop_monomorphic=drop_monomorphic)
+    if (drop_monomorphic or thresholds["geno"] is not None
+            or thresholds["maf"] is not None):
+        result = _filter_snps(result, **thresholds)
     if indep_pairwise is not None:
         result = filter_indep_pairwise(result, *indep_pairwise)
     return result

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.chunks import chunk_bounds
-from ..core.filters import check_thresholds, log_entry, select_snps
+from ..core.filters import check_thresholds, select_individuals, select_snps, snp_filters
 from ..core.genotypes import snp_statistics
 from .errors import reading
 
@@ -305,12 +305,9 @@ def filter_streamed(chunks: StreamedChunks, *, maf=0.0, geno=1.0, mind=1.0,
     check_thresholds(maf=maf, geno=geno, mind=mind)
     log = []
     if mind < 1.0 and chunks.n_snps:
-        missing = chunks.statistics()[2]
-        keep = missing / chunks.n_snps <= mind
-        log.append(log_entry("mind", "individuals", np.count_nonzero(~keep),
-                             f"missing-call fraction > {mind:g}"))
+        keep, entry = select_individuals(chunks.statistics()[2], chunks.n_snps, mind)
+        log.append(entry)
         chunks = chunks.subset(rows=np.flatnonzero(keep))
     kept, snp_log, observed = _chunk_filters(
-        chunks, {"geno": geno if geno < 1.0 else None, "maf": maf if maf > 0.0 else None,
-                 "drop_monomorphic": drop_monomorphic})
+        chunks, snp_filters(maf=maf, geno=geno, drop_monomorphic=drop_monomorphic))
     return chunks.subset(columns=kept, n_observed=observed), log + snp_log, chunks
