@@ -67,8 +67,10 @@ class MapChain(ABC):
         self.Fx = run.newton(Q, P)
         self.ll = self.Fx[2]
         self.converged = False
-        self.gains: list[float] = []
-        self.anchor = (Q.copy(), P.copy())
+        # where the current window began; no copy: the chain never writes into
+        # an iterate, each step makes new arrays
+        self.anchor = (Q, P)
+        self.window = 0
         #: the last iteration's ridge search: (passes, step taken; 0 if it did not move)
         self.ridge = (0, 0.0)
 
@@ -88,12 +90,11 @@ class MapChain(ABC):
             ll_new, stage = self.accelerate(Q1, P1, Q2, P2, ll1), "QN"
         ll_prev, self.ll = self.ll, ll_new
         self.converged = ll_new - ll_prev < tol
-        self.gains.append(ll_new - ll_prev)
+        self.window += 1
         self.ridge = (0, 0.0)
-        if not self.converged and len(self.gains) == RIDGE_WINDOW:
+        if not self.converged and self.window == RIDGE_WINDOW:
             self.ridge = self.ridge_search()
-            self.gains.clear()
-            self.anchor = (self.Q.copy(), self.P.copy())
+            self.anchor, self.window = (self.Q, self.P), 0
         return stage, ll_prev, self.ll
 
     def ridge_search(self):
@@ -103,8 +104,6 @@ class MapChain(ABC):
         the displacement it moved by (0 when no point beat x; see the module
         notes). A move replaces x, its image and its log-likelihood.
         """
-        if min(self.gains) <= 0.0:  # an iteration that stood still: nothing to follow
-            return 0, 0.0
         run = self.run
         here, there = run.params(self.Q, self.P), run.params(*self.anchor)
         moves = [a - b for a, b in zip(here, there, strict=True)]
