@@ -199,3 +199,34 @@ class TestCentredBlock:
             X = _centred_block(G, f, j0, scale)
             assert X.dtype == np.float32 and X.flags.c_contiguous
             np.testing.assert_array_equal(X.view(np.int32), expected.view(np.int32))
+
+
+@pytest.mark.parametrize("individuals, blas_threads", [(50, 1), (60, 2)])
+def test_randomized_svd_runs_blas_serially_below_the_size_where_its_threads_pay(
+        monkeypatch, individuals, blas_threads):
+    """BLAS's threads, idle between the sketch's small products, would take the
+    cores from the centring kernel: below ``SERIAL_BLAS_BELOW`` individuals
+    the sketch runs BLAS on one thread, and the SVD it returns is the same."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from admixspec.ml import initial
+
+    seen = []
+    range_svd = initial._range_svd
+
+    def spy(*args, **kwargs):
+        seen.append(max(pool["num_threads"] for pool in threadpool_info()
+                        if pool["user_api"] == "blas"))
+        return range_svd(*args, **kwargs)
+
+    monkeypatch.setattr(initial, "_range_svd", spy)
+    monkeypatch.setattr(initial, "SERIAL_BLAS_BELOW", 55)
+    G = simulate_balding_nichols(individuals, 600, 3, fst=0.3, alpha=0.1,
+                                 seed=4).genotypes.dosage
+    f = allele_frequencies(G)
+    with threadpool_limits(limits=2, user_api="blas"):
+        U, S, _ = initial._randomized_svd(G, f, 2, n_power=2,
+                                          rng=np.random.default_rng(0))
+    assert seen == [blas_threads]
+    dense = np.linalg.svd(np.where(G >= 0, G / 2.0 - f, 0.0), compute_uv=False)
+    np.testing.assert_allclose(S[:2], dense[:2], rtol=1e-3)

@@ -9,14 +9,26 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..core.parameters import P_MAX, P_MIN, clip_proportions
+from ..core.threads import serial_blas
 from ._kernels.centring import centre_block
 
 __all__ = ["random_init"]
 
 _CHUNK = 4096
+#: Individuals below which the randomized SVD runs BLAS on one thread. Its
+#: products are (individuals x 4,096) by (4,096 x 2K + 10) per block, between
+#: calls of the parallel centring kernel; below this size BLAS's threads,
+#: busy-waiting between the calls, take the cores from the kernel. Sketch
+#: times at two threads, BLAS on two threads against one: HapMap3 (324
+#: individuals) 0.21 against 0.13 s, 1000 Genomes (1,092) 0.44 against 0.33 s,
+#: 2,000 x 100,000 4.1-4.2 against 3.7-4.2 s, 10,000 x 60,000 8.1-8.7 against
+#: 9.8-10.1 s (docs/benchmarks.md).
+SERIAL_BLAS_BELOW = 2000
 # centre_block's "no per-SNP factors"
 _NO_SCALE = np.empty(0, dtype=np.float32)
 
@@ -42,6 +54,12 @@ def _centred_block(G, f, j0, scale=None, buffers=None):
 
 def _randomized_svd(G, f, rank, *, n_power, rng, scale=None):
     """Top singular triplets of X = (G/2 - f) diag(scale) (streamed over SNPs)."""
+    with serial_blas() if G.shape[0] < SERIAL_BLAS_BELOW else contextlib.nullcontext():
+        return _range_svd(G, f, rank, n_power=n_power, rng=rng, scale=scale)
+
+
+def _range_svd(G, f, rank, *, n_power, rng, scale=None):
+    """:func:`_randomized_svd` under the BLAS threads it chose."""
     m, n = G.shape
     width = min(rank + 10, m, n)
     buffers: dict = {}  # each block is used up before the next is made
