@@ -42,6 +42,26 @@ def failing_on_call(function, call: int, error: BaseException):
     return wrapper
 
 
+def blas_threads_in(monkeypatch, module, name) -> list:
+    """Record BLAS's thread count at every call of ``module.name``.
+
+    Returns the list the counts are appended to (the largest over the BLAS
+    libraries threadpoolctl sees).
+    """
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    function = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        seen.append(max(pool["num_threads"] for pool in threadpool_info()
+                        if pool["user_api"] == "blas"))
+        return function(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
 def run_gpu_script(script: str, mode: str, *, timeout: float) -> dict:
     """Run ``script`` in a fresh Python on ``mode``'s device; the JSON of its last line.
 

@@ -15,6 +15,7 @@ from admixspec.spectral.denoise import (
 from admixspec.spectral.moments import second_moments, whitened_third_moment_terms
 from admixspec.spectral.tensor import symmetrize
 
+from .conftest import blas_threads_in
 from .reference import dense_third_moment, distinct_mask, masked_least_squares_tensor
 
 
@@ -65,6 +66,22 @@ class TestCompleteDiagonal:
         monkeypatch.setattr(denoise, "_DENSE_LIMIT", 300)
         dense, _ = complete_diagonal(M, 4)
         np.testing.assert_allclose(lanczos, dense, rtol=1e-9, atol=1e-12)
+
+    @pytest.mark.parametrize("individuals, blas_threads", [(290, 1), (310, 2)])
+    def test_complete_diagonal__runs_blas_serially_below_the_size_where_its_threads_pay(
+            self, monkeypatch, individuals, blas_threads):
+        # Lanczos' matrix-vector products are too small for BLAS's threads
+        from threadpoolctl import threadpool_limits
+
+        seen = blas_threads_in(monkeypatch, denoise, "_complete")
+        monkeypatch.setattr(denoise, "SERIAL_BLAS_BELOW", 300)
+        rng = np.random.default_rng(6)
+        A = rng.random((individuals, 3))
+        low_rank = A @ A.T
+        with threadpool_limits(limits=2, user_api="blas"):
+            R, _ = complete_diagonal(low_rank + np.diag(rng.random(individuals)), 3)
+        assert seen == [blas_threads]
+        np.testing.assert_allclose(np.diag(R), np.diag(low_rank), rtol=1e-7)
 
 
 class TestWhiten:

@@ -17,6 +17,8 @@ from admixspec.ml.start import (
     subspace_starts,
 )
 
+from .conftest import blas_threads_in
+
 
 @pytest.fixture(scope="module")
 def sim_fixture():
@@ -207,19 +209,11 @@ def test_randomized_svd_runs_blas_serially_below_the_size_where_its_threads_pay(
     """BLAS's threads, idle between the sketch's small products, would take the
     cores from the centring kernel: below ``SERIAL_BLAS_BELOW`` individuals
     the sketch runs BLAS on one thread, and the SVD it returns is the same."""
-    from threadpoolctl import threadpool_info, threadpool_limits
+    from threadpoolctl import threadpool_limits
 
     from admixspec.ml import initial
 
-    seen = []
-    range_svd = initial._range_svd
-
-    def spy(*args, **kwargs):
-        seen.append(max(pool["num_threads"] for pool in threadpool_info()
-                        if pool["user_api"] == "blas"))
-        return range_svd(*args, **kwargs)
-
-    monkeypatch.setattr(initial, "_range_svd", spy)
+    seen = blas_threads_in(monkeypatch, initial, "_range_svd")
     monkeypatch.setattr(initial, "SERIAL_BLAS_BELOW", 55)
     G = simulate_balding_nichols(individuals, 600, 3, fst=0.3, alpha=0.1,
                                  seed=4).genotypes.dosage

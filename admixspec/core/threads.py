@@ -6,7 +6,7 @@ import contextlib
 
 from .exceptions import UsageError
 
-__all__ = ["serial_blas", "thread_limit"]
+__all__ = ["serial_blas", "serial_blas_below", "thread_limit"]
 
 
 @contextlib.contextmanager
@@ -52,3 +52,12 @@ def serial_blas():
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+def serial_blas_below(size, limit):
+    """:func:`serial_blas` when ``size < limit``, else a context that changes nothing.
+
+    For work whose BLAS calls grow with ``size`` (individuals): below the
+    measured ``limit`` BLAS's threads cost more than they give.
+    """
+    return serial_blas() if size < limit else contextlib.nullcontext()

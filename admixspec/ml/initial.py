@@ -9,12 +9,10 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from ..core.parameters import P_MAX, P_MIN, clip_proportions
-from ..core.threads import serial_blas
+from ..core.threads import serial_blas_below
 from ._kernels.centring import centre_block
 
 __all__ = ["random_init"]
@@ -54,7 +52,7 @@ def _centred_block(G, f, j0, scale=None, buffers=None):
 
 def _randomized_svd(G, f, rank, *, n_power, rng, scale=None):
     """Top singular triplets of X = (G/2 - f) diag(scale) (streamed over SNPs)."""
-    with serial_blas() if G.shape[0] < SERIAL_BLAS_BELOW else contextlib.nullcontext():
+    with serial_blas_below(G.shape[0], SERIAL_BLAS_BELOW):
         return _range_svd(G, f, rank, n_power=n_power, rng=rng, scale=scale)
 
 

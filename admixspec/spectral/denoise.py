@@ -17,6 +17,7 @@ import scipy.linalg
 import scipy.sparse.linalg
 
 from ..core.exceptions import InputError
+from ..core.threads import serial_blas_below
 from .moments import ThirdMomentTerms
 from .tensor import symmetrize
 
@@ -61,6 +62,16 @@ def _top_eigenpairs(matrix, K, start=None):
         values, vectors = values[order], vectors[:, order]
     return values[::-1], vectors[:, ::-1]
 
+
+#: Individuals below which :func:`complete_diagonal` runs BLAS on one thread.
+#: Its Lanczos iterations are matrix-vector products and its dense solves are
+#: small: BLAS's threads, synchronised at every one, slowed them. At two
+#: threads, BLAS on two against one: the K hint (a rank-10 completion on 1,000
+#: of 1000 Genomes' individuals) 1.69-2.42 against 0.77-0.89 s; completions of
+#: random matrices 0.56-0.68 against 0.23-0.29 s at 2,000 (rank 10), about even
+#: at 4,000 (rank 5) and 1.19-1.25 against 1.35-1.53 s at 5,000
+#: (docs/benchmarks.md).
+SERIAL_BLAS_BELOW = 4000
 
 #: Iteration cap of :func:`complete_diagonal`. Where the K-th eigenvalue is
 #: close to the noise bulk the iteration does not converge: it drifts along a
@@ -116,6 +127,13 @@ def complete_diagonal(M2, K, *, tol=1e-9, max_iter=COMPLETION_ITERATIONS,
     True
     """
     R = M2 if overwrite and M2.dtype == np.float64 else np.array(M2, dtype=float)
+    with serial_blas_below(R.shape[0], SERIAL_BLAS_BELOW):
+        n_iter = _complete(R, K, tol, max_iter)
+    return R, n_iter
+
+
+def _complete(R, K, tol, max_iter):
+    """:func:`complete_diagonal`'s iterations on ``R`` in place; the count used."""
     diagonal = np.diag(R).copy()
     n_iter = 0
     vectors = None
@@ -128,7 +146,7 @@ def complete_diagonal(M2, K, *, tol=1e-9, max_iter=COMPLETION_ITERATIONS,
         diagonal = new_diagonal
         if change <= tol * scale:
             break
-    return R, n_iter
+    return n_iter
 
 
 @dataclass
