@@ -42,20 +42,24 @@ def failing_on_call(function, call: int, error: BaseException):
     return wrapper
 
 
-def blas_threads_in(monkeypatch, module, name) -> list:
-    """Record BLAS's thread count at every call of ``module.name``.
-
-    Returns the list the counts are appended to (the largest over the BLAS
-    libraries threadpoolctl sees).
-    """
+def blas_threads() -> int:
+    """BLAS's thread count now (the largest over the libraries threadpoolctl sees)."""
     from threadpoolctl import threadpool_info
 
+    return max(pool["num_threads"] for pool in threadpool_info()
+               if pool["user_api"] == "blas")
+
+
+def blas_threads_in(monkeypatch, module, name) -> list:
+    """Record :func:`blas_threads` at every call of ``module.name``.
+
+    Returns the list the counts are appended to.
+    """
     seen = []
     function = getattr(module, name)
 
     def spy(*args, **kwargs):
-        seen.append(max(pool["num_threads"] for pool in threadpool_info()
-                        if pool["user_api"] == "blas"))
+        seen.append(blas_threads())
         return function(*args, **kwargs)
 
     monkeypatch.setattr(module, name, spy)

@@ -23,9 +23,9 @@ _CHUNK = 4096
 #: calls of the parallel centring kernel; below this size BLAS's threads,
 #: busy-waiting between the calls, take the cores from the kernel. Sketch
 #: times at two threads, BLAS on two threads against one: HapMap3 (324
-#: individuals) 0.21 against 0.13 s, 1000 Genomes (1,092) 0.44 against 0.33 s,
-#: 2,000 x 100,000 4.1-4.2 against 3.7-4.2 s, 10,000 x 60,000 8.1-8.7 against
-#: 9.8-10.1 s (docs/benchmarks.md).
+#: individuals) 0.20-0.22 against 0.12-0.15 s, 1000 Genomes (1,092) 0.42-0.46
+#: against 0.31-0.38 s, 2,000 x 100,000 4.07-4.21 against 3.74-4.21 s, 10,000 x
+#: 60,000 8.08-8.69 against 9.79-10.12 s (docs/benchmarks.md).
 SERIAL_BLAS_BELOW = 2000
 # centre_block's "no per-SNP factors"
 _NO_SCALE = np.empty(0, dtype=np.float32)

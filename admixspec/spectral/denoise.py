@@ -67,7 +67,7 @@ def _top_eigenpairs(matrix, K, start=None):
 #: Its Lanczos iterations are matrix-vector products and its dense solves are
 #: small: BLAS's threads, synchronised at every one, slowed them. At two
 #: threads, BLAS on two against one: the K hint (a rank-10 completion on 1,000
-#: of 1000 Genomes' individuals) 1.69-2.42 against 0.77-0.89 s; completions of
+#: of 1000 Genomes' individuals) 1.69-2.42 against 0.77-0.92 s; completions of
 #: random matrices 0.56-0.68 against 0.23-0.29 s at 2,000 (rank 10), about even
 #: at 4,000 (rank 5) and 1.19-1.25 against 1.35-1.53 s at 5,000
 #: (docs/benchmarks.md).
