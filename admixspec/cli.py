@@ -361,8 +361,8 @@ def _add_model_arguments(parser) -> None:
     group.add_argument("-s", "--seed", type=_non_negative_int, default=43,
                        help="random seed (ADMIXTURE's default is 43)")
     group.add_argument("-j", "--threads", type=_positive_int, default=None,
-                       help="threads for the likelihood kernels and BLAS "
-                            "(default: all cores)")
+                       help="threads for the whole fit: the numba kernels and "
+                            "NumPy's and SciPy's BLAS (default: all cores)")
     _add_device_argument(group)
     _add_memory_argument(group)
 
@@ -609,6 +609,7 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
 def _fit_and_write(args: argparse.Namespace) -> int:
     """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
+    from .core.threads import thread_limit
     from .fit.admixture import fit_admixture
     from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_hint
     from .io.common import write_all_or_none
@@ -632,7 +633,8 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     everyone = args.project is not None or args.supervised is not None
     fitted = genotypes.n_individuals if everyone else (
         args.reference_size or DEFAULT_REFERENCE_SIZE)
-    hint = reference_hint(genotypes, fitted, seed=args.seed)
+    with thread_limit(args.threads):
+        hint = reference_hint(genotypes, fitted, seed=args.seed)
     logger.info("Spectral K hint: %s", hint.describe())
     provenance = {"command": command_line(args._argv), "seed": args.seed,
                   "source": args.input, "k_hint": hint}

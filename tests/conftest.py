@@ -42,12 +42,12 @@ def failing_on_call(function, call: int, error: BaseException):
     return wrapper
 
 
-def blas_threads() -> int:
-    """BLAS's thread count now (the largest over the libraries threadpoolctl sees)."""
+def blas_threads() -> set:
+    """BLAS's thread counts now: one per library threadpoolctl sees."""
     from threadpoolctl import threadpool_info
 
-    return max(pool["num_threads"] for pool in threadpool_info()
-               if pool["user_api"] == "blas")
+    return {pool["num_threads"] for pool in threadpool_info()
+            if pool["user_api"] == "blas"}
 
 
 def blas_threads_in(monkeypatch, module, name) -> list:

@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -8,6 +11,8 @@ from admixspec.core.parameters import P_MAX, P_MIN
 from admixspec.core.threads import thread_limit
 from admixspec.ml.likelihood import em_step, loglikelihood, prediction_deviance
 from admixspec.ml.refine import fit_ml
+
+from .conftest import blas_threads
 
 
 def _naive_loglik(G, Q, P):
@@ -99,16 +104,28 @@ class TestDeviance:
         assert prediction_deviance(G, Q, P) == pytest.approx(d[obs].mean(), rel=1e-10)
 
 
-def _blas_threads():
-    from threadpoolctl import threadpool_info
-
-    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
-
-
 class TestThreadLimit:
     def test_thread_limit__rejects_zero(self):
         with pytest.raises(UsageError), thread_limit(0):
             pass
+
+    def test_thread_limit__limits_scipys_own_blas_imported_first_inside_it(self):
+        # SciPy's wheels ship their own OpenBLAS; threadpoolctl limits only the
+        # libraries loaded when the limit is set
+        script = (
+            "import sys\n"
+            "from admixspec.core.threads import thread_limit\n"
+            "from threadpoolctl import threadpool_info\n"
+            "assert 'scipy' not in sys.modules\n"
+            "with thread_limit(1):\n"
+            "    import scipy.linalg\n"
+            "    print(sorted({p['num_threads'] for p in threadpool_info()\n"
+            "                  if p['user_api'] == 'blas'}))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["[1]"]
 
     def test_ml_iterations__run_blas_on_one_thread_and_restore_it(self):
         # BLAS threads busy-waiting between the iterations' tiny products take the
@@ -117,8 +134,8 @@ class TestThreadLimit:
         seen = []
         with thread_limit(2):
             fit_ml(sim.genotypes.dosage, 2, seed=0,
-                   callback=lambda info: seen.append(_blas_threads()))
-            after = _blas_threads()
+                   callback=lambda info: seen.append(blas_threads()))
+            after = blas_threads()
         assert seen and all(threads == {1} for threads in seen)
         assert after == {2}
 

@@ -12,7 +12,7 @@ from admixspec.core.metrics import q_error
 from admixspec.io import read_genotypes, read_q, write_plink
 from admixspec.io.admixture import format_matrix
 
-from .conftest import DATA
+from .conftest import DATA, blas_threads
 
 BED = str(DATA / "example.bed")
 VCF = str(DATA / "example.vcf.gz")
@@ -109,3 +109,26 @@ class TestOnePath:
         assert (None if result.reference is None else len(result.reference)) == reference
         assert Path(f"{out}.2.Q").read_text() == format_matrix(result.Q, "Q")
         assert Path(f"{out}.2.P").read_text() == format_matrix(result.P, "P")
+
+
+def test_fit_admixture__runs_every_stage_on_its_threads(monkeypatch):
+    """``threads`` (``-j``) holds for the spectral stage too, numba's and BLAS's
+    threads alike: it had run on every core."""
+    import numba
+
+    from admixspec import simulate_admixture
+    from admixspec.fit import default
+
+    seen = []
+    stage = default.spectral_stage
+
+    def spy(*args, **kwargs):
+        seen.append((numba.get_num_threads(), blas_threads()))
+        return stage(*args, **kwargs)
+
+    monkeypatch.setattr(default, "spectral_stage", spy)
+    sim = simulate_admixture(60, 3, alpha=0.5, n_snps=3000, seed=1)
+    before = (numba.get_num_threads(), blas_threads())
+    fit_admixture(sim.genotypes, 3, threads=1, seed=0, refine=False)
+    assert seen == [(1, {1})]
+    assert (numba.get_num_threads(), blas_threads()) == before

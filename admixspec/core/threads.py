@@ -11,7 +11,7 @@ __all__ = ["serial_blas", "serial_blas_below", "thread_limit"]
 
 @contextlib.contextmanager
 def thread_limit(threads):
-    """Temporarily set the numba (and BLAS) thread count.
+    """Temporarily set the numba and BLAS thread counts (NumPy's and SciPy's BLAS).
 
     Parameters
     ----------
@@ -24,7 +24,11 @@ def thread_limit(threads):
     threads = int(threads)
     if threads < 1:
         raise UsageError(f"threads must be >= 1, got {threads}")
-    import numba  # here, not at the top: importing the core must stay light
+    # Here, not at the top: importing the core must stay light. SciPy ships its
+    # own OpenBLAS, which threadpoolctl limits only if it is loaded when the
+    # limit is set: imported first inside, it kept every core.
+    import numba
+    import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     previous = numba.get_num_threads()

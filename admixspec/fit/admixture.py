@@ -43,6 +43,7 @@ import numpy as np
 from ..backends import default_device
 from ..core.exceptions import UsageError
 from ..core.filters import check_K
+from ..core.threads import thread_limit
 from ..core.validation import Dosage, Interval, Options, validate_params
 from ..spectral.estimate import DEFAULT_WINDOWS
 from .choice import premise_absent
@@ -235,7 +236,8 @@ def fit_admixture(
     n_starts : int, optional
         Random starts of the eigenpair solver (default: the solver's).
     threads : int, optional
-        Threads for the likelihood kernels and BLAS.
+        Threads for every stage of the fit (the numba kernels, NumPy's and
+        SciPy's BLAS); default: numba's and BLAS's settings.
     callback : callable, optional
         Receives each maximum-likelihood iteration's record (see
         :class:`admixspec.ml.refine.IterationInfo`).
@@ -349,6 +351,17 @@ def fit_admixture(
 
     if streamed:
         _check_streamed(options)
+    # every pass below on ``threads`` threads, the spectral stage's included
+    with thread_limit(threads), default_device(device):
+        return _fit(genotypes, K, options, method=method, runs=runs, joint=joint,
+                    reference_size=reference_size, chunk_size=chunk_size)
+
+
+def _fit(genotypes, K, options, *, method, runs, joint, reference_size, chunk_size):
+    """:func:`fit_admixture` on checked arguments, under its threads and device."""
+    streamed = hasattr(genotypes, "chunks")
+    n_individuals = genotypes.n_individuals if streamed else genotypes.shape[0]
+    everyone = method in ("projection", "supervised")
     mask, counts, fitted, fitted_counts = _fitted_snps(genotypes, method, streamed)
 
     def fit_one(options: FitOptions) -> AdmixtureResult:
@@ -366,7 +379,6 @@ def fit_admixture(
         return result if mask is None else complete_snps(result, mask, counts)
 
     core = dataclasses.replace(options, cv=None, bootstrap=None)
-    with default_device(device):  # every fit below, CV and bootstrap included
-        result = fit_one(core) if runs == 1 else fit_runs(fit_one, core, runs=runs)
-        add_extras(result, genotypes, options)
+    result = fit_one(core) if runs == 1 else fit_runs(fit_one, core, runs=runs)
+    add_extras(result, genotypes, options)
     return result
