@@ -139,15 +139,6 @@ def filter_mind(genotypes: Genotypes, mind: float) -> Genotypes:
               else genotypes.subset(individuals=np.flatnonzero(keep)))
     result.filter_log.append(entry)
     return result
-    _, _, missing_rows = snp_statistics(genotypes.dosage)
-    keep = missing_rows / genotypes.n_snps <= mind
-    result = (_unchanged(genotypes) if keep.all()
-              else genotypes.subset(individuals=np.flatnonzero(keep)))
-    _log(
-        result, "mind", "individuals", np.count_nonzero(~keep),
-        f"missing-call fraction > {mind:g}",
-    )
-    return result
 
 
 def select_snps(called, allele_sum, n_individuals: int, *, geno=None, maf=None,
