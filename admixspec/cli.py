@@ -508,11 +508,15 @@ def run_fit(args: argparse.Namespace) -> int:
     from .backends import resolve_device
     from .backends.distributed import scheduler
     from .backends.distributed.cluster import device_with_scheduler, tls_security
+    from .core.threads import thread_limit
 
     args.device = device_with_scheduler(args.scheduler, args.device)
     resolve_device(args.device)
     security = tls_security(args.tls_ca_file, args.tls_cert, args.tls_key)
-    with scheduler(args.scheduler, threads=args.threads, security=security):
+    # -j for the whole run: the filters' counts and the K hint run outside
+    # fit_admixture, which holds its own limit
+    with thread_limit(args.threads), scheduler(args.scheduler, threads=args.threads,
+                                               security=security):
         return _fit_and_write(args)
 
 
@@ -609,7 +613,6 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
 def _fit_and_write(args: argparse.Namespace) -> int:
     """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
-    from .core.threads import thread_limit
     from .fit.admixture import fit_admixture
     from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_hint
     from .io.common import write_all_or_none
@@ -633,8 +636,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     everyone = args.project is not None or args.supervised is not None
     fitted = genotypes.n_individuals if everyone else (
         args.reference_size or DEFAULT_REFERENCE_SIZE)
-    with thread_limit(args.threads):
-        hint = reference_hint(genotypes, fitted, seed=args.seed)
+    hint = reference_hint(genotypes, fitted, seed=args.seed)
     logger.info("Spectral K hint: %s", hint.describe())
     provenance = {"command": command_line(args._argv), "seed": args.seed,
                   "source": args.input, "k_hint": hint}
