@@ -1,5 +1,7 @@
 """The spectral admixture estimator: where theory says exact, it must be accurate."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -183,6 +185,24 @@ class TestSearchCriteria:
         assert np.all(scores[1:] > 1e-3)
         np.testing.assert_allclose(q_from_candidates(candidates[[0, 1, 2]]), Q,
                                    atol=1e-10)
+
+    def test_infeasibility__is_the_pseudo_inverse_score_in_every_batch(self):
+        rng = np.random.default_rng(5)
+        candidates = rng.standard_normal((8, 40))
+        candidates[7] = candidates[0]  # subsets holding both are singular
+        subsets = np.array(list(itertools.combinations(range(8), 3)))
+
+        def by_pseudo_inverse(rows):
+            Q_raw = np.linalg.pinv(candidates[rows].T).T
+            return np.maximum(-Q_raw, 0).sum() + np.abs(Q_raw.sum(axis=1) - 1).sum()
+
+        expected = [by_pseudo_inverse(rows) for rows in subsets]
+        regular = [i for i, rows in enumerate(subsets) if not {0, 7} <= set(rows)]
+        np.testing.assert_allclose(infeasibility(candidates, subsets[regular]),
+                                   np.take(expected, regular), rtol=1e-10)
+        # the singular subsets take the decomposition's pseudo-inverse
+        np.testing.assert_allclose(infeasibility(candidates, subsets), expected,
+                                   rtol=1e-10)
 
     def test_binomial_loglik__is_the_binomial_pmf_over_observed_calls(self):
         from scipy.special import comb

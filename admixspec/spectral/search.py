@@ -32,6 +32,11 @@ __all__ = [
 
 #: Upper bound on floats in one batched scoring array (b subsets x m x s).
 _BATCH_FLOATS = 2**24
+#: Smallest ratio of a subset's Gram eigenvalues (squared singular values)
+#: that :func:`infeasibility` inverts: the inverse then loses at most about
+#: 1e-8 relative (machine precision times the ratio's inverse); below it the
+#: subset's pseudo-inverse comes from its singular value decomposition.
+_GRAM_RCOND = 1e-8
 
 
 def q_from_candidates(vectors):
@@ -93,6 +98,13 @@ def infeasibility(vectors, subsets):
     negative mass plus the total deviation of row sums from one; it needs no
     genotypes, so it is cheap for every subset.
 
+    For a subset of full rank ``pinv(V_S^T)^T = V_S^T (V_S V_S^T)^-1``: one
+    K x K eigendecomposition of the candidates' Gram matrix per subset
+    instead of an m x K singular value decomposition (the search's ranking
+    unchanged and ADAMIXTURE's demo data's spectral stage 0.3 s shorter,
+    docs/benchmarks.md). A subset whose Gram matrix is ill-conditioned
+    (:data:`_GRAM_RCOND`) takes the decomposition's pseudo-inverse.
+
     Parameters
     ----------
     vectors : numpy.ndarray, shape (c, m)
@@ -105,10 +117,20 @@ def infeasibility(vectors, subsets):
     """
     out = np.empty(len(subsets))
     m = vectors.shape[1]
+    gram = vectors @ vectors.T
     batch = max(1, _BATCH_FLOATS // (4 * m * subsets.shape[1] + 1))
     for start in range(0, len(subsets), batch):
-        chosen = vectors[subsets[start : start + batch]]  # (b, K, m)
-        Q_raw = np.swapaxes(np.linalg.pinv(np.swapaxes(chosen, -1, -2)), -1, -2)
+        chosen_rows = subsets[start : start + batch]
+        chosen = vectors[chosen_rows]  # (b, K, m)
+        values, basis = np.linalg.eigh(gram[chosen_rows[:, :, None],
+                                            chosen_rows[:, None, :]])
+        ill = values[:, 0] <= _GRAM_RCOND * values[:, -1]
+        values[ill] = 1.0
+        Q_raw = np.swapaxes(chosen, -1, -2) @ (
+            (basis / values[:, None, :]) @ np.swapaxes(basis, -1, -2))
+        if ill.any():
+            Q_raw[ill] = np.swapaxes(
+                np.linalg.pinv(np.swapaxes(chosen[ill], -1, -2)), -1, -2)
         negative = np.maximum(-Q_raw, 0.0).sum(axis=(1, 2))
         off_sum = np.abs(Q_raw.sum(axis=2) - 1.0).sum(axis=1)
         out[start : start + batch] = negative + off_sum
