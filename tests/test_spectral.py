@@ -22,6 +22,7 @@ from admixspec.spectral.estimate import (
 )
 from admixspec.spectral.search import binomial_loglik, infeasibility, q_from_candidates
 
+from .conftest import blas_threads, blas_threads_in
 from .reference import simulate_structured as _simulate
 
 
@@ -123,6 +124,25 @@ class TestAnchoredScan:
         assert errors[True] < 0.04
         assert errors[False] > 3 * errors[True]
         assert best.details["whitening"] == "anchored"
+
+    @pytest.mark.parametrize("individuals, serial", [(100, True), (120, False)])
+    def test_spectral_scan__runs_blas_serially_below_the_size_where_its_threads_pay(
+            self, monkeypatch, individuals, serial):
+        # the windows' BLAS calls are too small for BLAS's threads; above the
+        # limit the scan keeps the caller's
+        from threadpoolctl import threadpool_limits
+
+        from admixspec.spectral import estimate
+
+        seen = blas_threads_in(monkeypatch, estimate, "spectral_pass")
+        monkeypatch.setattr(estimate, "SERIAL_BLAS_BELOW", 110)
+        dosage, _ = _family_sharing(0, m=individuals, n_common=1000, n_rare=2000)
+        rng = np.random.default_rng(0)
+        sample, rescore = snp_sample(dosage, 1000, rng), snp_sample(dosage, 2000, rng)
+        with threadpool_limits(limits=2, user_api="blas"):
+            callers = blas_threads()
+            spectral_scan(dosage, 3, sample=sample, rescore_sample=rescore, seed=0)
+        assert seen and all(threads == ({1} if serial else callers) for threads in seen)
 
 
 class TestPrivacyPass:

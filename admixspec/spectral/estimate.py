@@ -38,6 +38,7 @@ import numpy as np
 
 from ..core.frequencies import frequency_blocks, least_squares_p
 from ..core.genotypes import allele_counts, minor_allele_counts
+from ..core.threads import serial_blas_below
 from .candidates import CandidateSet, make_candidates
 from .denoise import complete_diagonal, solve_masked_tensor, whiten, whiten_in_subspace
 from .moments import (
@@ -277,6 +278,15 @@ def spectral_pass(
 
 #: Upper ends of the minor-allele-frequency windows tried for the moment SNPs.
 DEFAULT_WINDOWS = (0.02, 0.05, 0.1, 0.2, 0.5)
+#: Individuals below which :func:`spectral_scan` runs BLAS on one thread. Its
+#: BLAS calls are small (K x K cores, m x K products, batched subset
+#: solves) between the parallel numba kernels of the tensor eigenpairs and
+#: the subset search, and BLAS's threads, busy-waiting between calls, took
+#: the cores from those kernels. The spectral stage at two threads, BLAS on
+#: two threads against one: ADAMIXTURE's demo data (105 individuals) 1.12-1.19
+#: against 0.74-0.89 s; coalescent simulations of 500 and 1,000 individuals
+#: even; 2,000 individuals 5.10-5.58 against 6.68-7.32 s (docs/benchmarks.md).
+SERIAL_BLAS_BELOW = 1000
 
 
 def window_score(result: SpectralPass) -> float:
@@ -528,6 +538,17 @@ def spectral_scan(
     scan : list of dict
         Per window: its end, SNP count, eigenpairs, local maxima, score.
     """
+    with serial_blas_below(dosage.shape[0], SERIAL_BLAS_BELOW):
+        return _scan(dosage, K, sample=sample, rescore_sample=rescore_sample,
+                     windows=windows, min_count=min_count, min_snps=min_snps,
+                     fill=fill, counts=counts, anchor=anchor,
+                     privacy_passes=privacy_passes, n_starts=n_starts, seed=seed,
+                     progress=progress)
+
+
+def _scan(dosage, K, *, sample, rescore_sample, windows, min_count, min_snps, fill,
+          counts, anchor, privacy_passes, n_starts, seed, progress):
+    """:func:`spectral_scan` under the BLAS threads it chose."""
     counted, observed = allele_counts(dosage) if counts is None else counts
     snps, flip = rare_allele_snps(counted, observed, min_count=min_count,
                                   max_frequency=max(windows))
