@@ -206,7 +206,8 @@ class TestSearchCriteria:
         np.testing.assert_allclose(q_from_candidates(candidates[[0, 1, 2]]), Q,
                                    atol=1e-10)
 
-    def test_infeasibility__is_the_pseudo_inverse_score_in_every_batch(self):
+    def test_infeasibility__is_the_pseudo_inverse_score_of_regular_and_singular_subsets(
+            self):
         rng = np.random.default_rng(5)
         candidates = rng.standard_normal((8, 40))
         candidates[7] = candidates[0]  # subsets holding both are singular

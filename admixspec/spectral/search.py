@@ -100,9 +100,9 @@ def infeasibility(vectors, subsets):
 
     For a subset of full rank ``pinv(V_S^T)^T = V_S^T (V_S V_S^T)^-1``: one
     K x K eigendecomposition of the candidates' Gram matrix per subset
-    instead of an m x K singular value decomposition (the search's ranking
-    unchanged and ADAMIXTURE's demo data's spectral stage 0.3 s shorter,
-    docs/benchmarks.md). A subset whose Gram matrix is ill-conditioned
+    instead of an m x K singular value decomposition: about twice as fast,
+    equal to 4e-16 relative (docs/benchmarks.md, "The spectral stage on small
+    cohorts"). A subset whose Gram matrix is ill-conditioned
     (:data:`_GRAM_RCOND`) takes the decomposition's pseudo-inverse.
 
     Parameters

@@ -8,8 +8,8 @@ array; this kernel forms each f where it is used and adds its terms at once:
 It multiplies each genotype's probability into a running product and takes
 one logarithm per :data:`LOG_EVERY` calls instead of two per call, as the
 likelihood engine does: 2.3-3.5x faster again on the search's shapes, equal
-to 1e-15 relative (docs/benchmarks.md, "The subset search's likelihood with
-one logarithm per 16 calls").
+to 1e-15 relative (docs/benchmarks.md, "The spectral stage on small
+cohorts").
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import numba
 import numpy as np
 
 #: Calls whose probabilities are multiplied before one logarithm: each is at
-#: least ``p_min ** 2`` (1e-10), so 16 of them stay above 1e-160.
+#: least ``p_min ** 2`` (1e-10 at the search's P_MIN of 1e-5), so 16 of them
+#: stay above 1e-160, far from underflow.
 LOG_EVERY = 16
 
 
