@@ -145,7 +145,8 @@ def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True,
     the size read and what every filter removed. With ``stream``, genotypes
     over half of ``--memory`` stay on disk (``run``); ``in_memory_for`` names
     the flags that need them in memory. ``drop_monomorphic=False`` keeps SNPs
-    with one observed allele (``run``: P has a row for each).
+    with one observed allele (``run``: P has a row for each). ``-j``, where
+    the subcommand has it, is also the PLINK reader's thread count.
 
     Returns
     -------
@@ -158,6 +159,7 @@ def read_genotypes_from_args(args: argparse.Namespace, *, check: bool = True,
         in_memory_for=in_memory_for, keep=args.keep, region=args.region, maf=args.maf,
         geno=args.geno, mind=args.mind, indep_pairwise=args.indep_pairwise,
         drop_monomorphic=drop_monomorphic, check=check,
+        num_threads=getattr(args, "threads", None),
     )
 
 
@@ -361,8 +363,8 @@ def _add_model_arguments(parser) -> None:
     group.add_argument("-s", "--seed", type=_non_negative_int, default=43,
                        help="random seed (ADMIXTURE's default is 43)")
     group.add_argument("-j", "--threads", type=_positive_int, default=None,
-                       help="threads for the whole fit: the numba kernels and "
-                            "NumPy's and SciPy's BLAS (default: all cores)")
+                       help="threads for the whole run: reading a .bed, the numba "
+                            "kernels and NumPy's and SciPy's BLAS (default: all cores)")
     _add_device_argument(group)
     _add_memory_argument(group)
 

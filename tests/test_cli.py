@@ -206,6 +206,29 @@ class TestWarnings:
         assert (warnings.showwarning, warnings.formatwarning) == before
 
 
+
+class TestThreads:
+    @pytest.mark.parametrize("threads", [None, 1])
+    def test_run__reads_a_bed_on_the_threads_of_j(self, plink_fixture, tmp_path,
+                                                  capsys, monkeypatch, threads):
+        # -j is the whole run's thread count, the .bed reader's included
+        import bed_reader
+
+        seen = []
+        open_bed = bed_reader.open_bed
+
+        def spy(*args, **kwargs):
+            seen.append(kwargs.get("num_threads"))
+            return open_bed(*args, **kwargs)
+
+        monkeypatch.setattr(bed_reader, "open_bed", spy)
+        flags = [] if threads is None else ["-j", threads]
+        code, _, _ = run(["run", plink_fixture, "-K", "2", "--init", "svd",
+                          "--out", tmp_path / "x", "-q", *flags], capsys)
+        assert code == 0
+        assert seen == [threads]
+
+
 class TestRunOutputs:
     def test_run__full_disk_part_way_leaves_none_of_that_K_and_names_the_file(
         self, plink_fixture, tmp_path, capsys, monkeypatch

@@ -291,7 +291,7 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
                    in_memory_for=(), keep=None, region: str | None = None,
                    maf: float = 0.0, geno: float = 1.0, mind: float = 1.0,
                    indep_pairwise=None, drop_monomorphic: bool = True,
-                   check: bool = True):
+                   check: bool = True, num_threads: int | None = None):
     """Genotypes in memory, or left on disk when they would take over half the budget.
 
     What ``admixspec run`` reads: :func:`read_genotypes` when the int8
@@ -318,6 +318,9 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
         As for :func:`read_genotypes`, for genotypes read into memory
         (``run`` keeps them: :mod:`admixspec.fit.monomorphic`); genotypes
         left on disk are always read without them.
+    num_threads : int, optional
+        As for :func:`read_genotypes` (``run -j``): threads of the PLINK
+        reader for genotypes read into memory.
 
     Returns
     -------
@@ -325,7 +328,8 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
     """
     start = time.perf_counter()
     filters = {"region": region, "maf": maf, "geno": geno, "mind": mind}
-    in_memory = {"drop_monomorphic": drop_monomorphic, **filters}
+    in_memory = {"drop_monomorphic": drop_monomorphic, "num_threads": num_threads,
+                 **filters}
     shape = input_shape(path) if stream else None
     if shape is None:
         if stream and memory_mib is not None:
