@@ -206,7 +206,6 @@ class TestWarnings:
         assert (warnings.showwarning, warnings.formatwarning) == before
 
 
-
 class TestThreads:
     @pytest.mark.parametrize("threads", [None, 1])
     def test_run__reads_a_bed_on_the_threads_of_j(self, plink_fixture, tmp_path,
