@@ -10,14 +10,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ...core._binomial import LOG_EVERY, genotype_factor
 from ...core.chunks import BLOCK_SIZE
 from ...core.parameters import P_MAX, P_MIN
 from . import FAST
-
-# Individuals whose likelihood factors are multiplied, per SNP, before one log
-# is taken (each factor is >= 1e-10, so products stay > 1e-160).
-LOG_EVERY = 16
-
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)
@@ -38,14 +34,6 @@ def load_block(P, j0, L, PT):
     for k in range(P.shape[1]):
         for jj in range(L):
             PT[k, jj] = P[j0 + jj, k]
-
-
-@numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)
-def genotype_factor(gf, fj):
-    """P(g | f) without the binomial coefficient, for a dosage gf in {0., 1., 2.}."""
-    u = fj if gf >= 1.0 else 1.0 - fj
-    v = fj if gf >= 2.0 else 1.0 - fj
-    return u * v
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy", fastmath=True)

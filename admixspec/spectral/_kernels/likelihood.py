@@ -5,11 +5,12 @@ sample of SNPs. In NumPy that built f = Q P^T, clipped it, took two logarithms
 and masked the missing calls, each a pass over a (subsets, individuals, SNPs)
 array; this kernel forms each f where it is used and adds its terms at once:
 3.4x faster on 10 subsets x 200 x 5,000 (one thread), equal to 6e-16 relative.
-It multiplies each genotype's probability into a running product and takes
-one logarithm per :data:`LOG_EVERY` calls instead of two per call, as the
-likelihood engine does: 2.3-3.5x faster again on the search's shapes, equal
-to 1e-15 relative (docs/benchmarks.md, "The spectral stage on small
-cohorts").
+It multiplies each genotype's probability
+(:func:`admixspec.core._binomial.genotype_factor`) into a running product and
+takes one logarithm per :data:`~admixspec.core._binomial.LOG_EVERY` calls
+instead of two per call, as the likelihood engine does: 2.3-3.5x faster
+again on the search's shapes, equal to 1e-15 relative (docs/benchmarks.md,
+"The spectral stage on small cohorts").
 """
 
 from __future__ import annotations
@@ -17,10 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-#: Calls whose probabilities are multiplied before one logarithm: each is at
-#: least ``p_min ** 2`` (1e-10 at the search's P_MIN of 1e-5), so 16 of them
-#: stay above 1e-160, far from underflow.
-LOG_EVERY = 16
+from ...core._binomial import LOG_EVERY, genotype_factor
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -28,7 +26,7 @@ def subset_logliks(g, Q, P, p_min, p_max, out):
     """``out[t] = sum_ij [g_ij >= 0] (g log f + (2 - g) log(1 - f))``, ``f = Q_t P_t^T``.
 
     f is clipped to ``[p_min, p_max]``; each row's terms are summed as the
-    logarithms of products of :data:`LOG_EVERY` probabilities.
+    logarithms of products of ``LOG_EVERY`` probabilities.
 
     Parameters
     ----------
@@ -56,8 +54,7 @@ def subset_logliks(g, Q, P, p_min, p_max, out):
                 for k in range(K):
                     f += Q[t, i, k] * P[t, j, k]
                 f = min(max(f, p_min), p_max)
-                # f^g (1 - f)^(2 - g), without the binomial coefficient
-                product *= (f if call >= 1 else 1.0 - f) * (f if call >= 2 else 1.0 - f)
+                product *= genotype_factor(np.float64(call), f)
                 since += 1
                 if since == LOG_EVERY:
                     row += np.log(product)
