@@ -353,32 +353,24 @@ def fit_admixture(
         _check_streamed(options)
     # every pass below on ``threads`` threads, the spectral stage's included
     with thread_limit(threads), default_device(device):
-        return _fit(genotypes, K, options, method=method, runs=runs, joint=joint,
-                    reference_size=reference_size, chunk_size=chunk_size)
+        mask, counts, fitted, fitted_counts = _fitted_snps(genotypes, method, streamed)
 
+        def fit_one(options: FitOptions) -> AdmixtureResult:
+            if streamed:
+                result = fit_streamed(fitted, K, reference_size=reference_size,
+                                      chunk_size=chunk_size, options=options,
+                                      joint=joint)
+            # asked per fit: the runs after the first (runs > 1) are plain ML
+            elif (everyone or n_individuals <= reference_size
+                  or (joint and _needs_no_spectral_stage(options, genotypes, counts))):
+                result = fit_in_memory(fitted, K, options, counts=fitted_counts)
+            else:
+                result = fit_with_reference(fitted, K, reference_size=reference_size,
+                                            chunk_size=chunk_size, options=options,
+                                            joint=joint)
+            return result if mask is None else complete_snps(result, mask, counts)
 
-def _fit(genotypes, K, options, *, method, runs, joint, reference_size, chunk_size):
-    """:func:`fit_admixture` on checked arguments, under its threads and device."""
-    streamed = hasattr(genotypes, "chunks")
-    n_individuals = genotypes.n_individuals if streamed else genotypes.shape[0]
-    everyone = method in ("projection", "supervised")
-    mask, counts, fitted, fitted_counts = _fitted_snps(genotypes, method, streamed)
-
-    def fit_one(options: FitOptions) -> AdmixtureResult:
-        if streamed:
-            result = fit_streamed(fitted, K, reference_size=reference_size,
-                                  chunk_size=chunk_size, options=options, joint=joint)
-        # asked per fit: the runs after the first (runs > 1) are plain ML
-        elif (everyone or n_individuals <= reference_size
-              or (joint and _needs_no_spectral_stage(options, genotypes, counts))):
-            result = fit_in_memory(fitted, K, options, counts=fitted_counts)
-        else:
-            result = fit_with_reference(fitted, K, reference_size=reference_size,
-                                        chunk_size=chunk_size, options=options,
-                                        joint=joint)
-        return result if mask is None else complete_snps(result, mask, counts)
-
-    core = dataclasses.replace(options, cv=None, bootstrap=None)
-    result = fit_one(core) if runs == 1 else fit_runs(fit_one, core, runs=runs)
-    add_extras(result, genotypes, options)
-    return result
+        core = dataclasses.replace(options, cv=None, bootstrap=None)
+        result = fit_one(core) if runs == 1 else fit_runs(fit_one, core, runs=runs)
+        add_extras(result, genotypes, options)
+        return result
