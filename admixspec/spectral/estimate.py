@@ -539,58 +539,51 @@ def spectral_scan(
         Per window: its end, SNP count, eigenpairs, local maxima, score.
     """
     with serial_blas_below(dosage.shape[0], SERIAL_BLAS_BELOW):
-        return _scan(dosage, K, sample=sample, rescore_sample=rescore_sample,
-                     windows=windows, min_count=min_count, min_snps=min_snps,
-                     fill=fill, counts=counts, anchor=anchor,
-                     privacy_passes=privacy_passes, n_starts=n_starts, seed=seed,
-                     progress=progress)
-
-
-def _scan(dosage, K, *, sample, rescore_sample, windows, min_count, min_snps, fill,
-          counts, anchor, privacy_passes, n_starts, seed, progress):
-    """:func:`spectral_scan` under the BLAS threads it chose."""
-    counted, observed = allele_counts(dosage) if counts is None else counts
-    snps, flip = rare_allele_snps(counted, observed, min_count=min_count,
-                                  max_frequency=max(windows))
-    minor = np.minimum(counted, observed - counted)[snps] / np.maximum(observed[snps], 1)
-    bins = np.searchsorted(np.asarray(windows), minor, side="left")
-    subspace, completion_iterations = None, None
-    if anchor and len(snps) >= min_snps:
-        try:
-            subspace, completion_iterations = column_space(dosage, K, snps, flip,
-                                                           fill=fill)
-        except ValueError as error:  # rank < K: every window would fail alike
-            logger.info("no column space to anchor the windows: %s", error)
-    best = None
-    scan = []
-    whitenings = _window_whitenings(dosage, K, snps, flip, bins, len(windows), fill,
-                                    subspace)
-    for b, (end, (n_window, white)) in enumerate(zip(windows, whitenings, strict=True)):
-        entry = {"max_frequency": float(end), "snps": n_window}
-        scan.append(entry)
-        if n_window < min_snps or isinstance(white, str):
-            entry["skipped"] = "too few SNPs" if n_window < min_snps else white
-            continue
-        inside = bins <= b
-        result = spectral_pass(
-            dosage, K, snps[inside], flip[inside], sample=sample,
-            rescore_sample=rescore_sample, fill=fill, whitening=white,
-            n_starts=n_starts, seed=seed,
-        )
-        result.details["max_frequency"] = float(end)
-        result.details["whitening"] = "anchored" if subspace is not None else "window"
-        if subspace is not None:
-            result.details["diagonal_completion_iterations"] = completion_iterations
-        _record_window(entry, result, progress)
-        if best is None or window_score(result) < window_score(best):
-            best = result
-    if best is not None and best.Q is not None and subspace is not None:
-        best = _privacy_passes(
-            dosage, K, best, subspace, privacy_passes, scan, progress, sample=sample,
-            rescore_sample=rescore_sample, counts=(counted, observed), fill=fill,
-            min_snps=min_snps, n_starts=n_starts, seed=seed,
-        )
-    return best, scan
+        counted, observed = allele_counts(dosage) if counts is None else counts
+        snps, flip = rare_allele_snps(counted, observed, min_count=min_count,
+                                      max_frequency=max(windows))
+        minor = (np.minimum(counted, observed - counted)[snps]
+                 / np.maximum(observed[snps], 1))
+        bins = np.searchsorted(np.asarray(windows), minor, side="left")
+        subspace, completion_iterations = None, None
+        if anchor and len(snps) >= min_snps:
+            try:
+                subspace, completion_iterations = column_space(dosage, K, snps, flip,
+                                                               fill=fill)
+            except ValueError as error:  # rank < K: every window would fail alike
+                logger.info("no column space to anchor the windows: %s", error)
+        best = None
+        scan = []
+        whitenings = _window_whitenings(dosage, K, snps, flip, bins, len(windows), fill,
+                                        subspace)
+        windows_whitened = zip(windows, whitenings, strict=True)
+        for b, (end, (n_window, white)) in enumerate(windows_whitened):
+            entry = {"max_frequency": float(end), "snps": n_window}
+            scan.append(entry)
+            if n_window < min_snps or isinstance(white, str):
+                entry["skipped"] = "too few SNPs" if n_window < min_snps else white
+                continue
+            inside = bins <= b
+            result = spectral_pass(
+                dosage, K, snps[inside], flip[inside], sample=sample,
+                rescore_sample=rescore_sample, fill=fill, whitening=white,
+                n_starts=n_starts, seed=seed,
+            )
+            result.details["max_frequency"] = float(end)
+            result.details["whitening"] = ("anchored" if subspace is not None
+                                           else "window")
+            if subspace is not None:
+                result.details["diagonal_completion_iterations"] = completion_iterations
+            _record_window(entry, result, progress)
+            if best is None or window_score(result) < window_score(best):
+                best = result
+        if best is not None and best.Q is not None and subspace is not None:
+            best = _privacy_passes(
+                dosage, K, best, subspace, privacy_passes, scan, progress, sample=sample,
+                rescore_sample=rescore_sample, counts=(counted, observed), fill=fill,
+                min_snps=min_snps, n_starts=n_starts, seed=seed,
+            )
+        return best, scan
 
 
 def _privacy_passes(dosage, K, best, subspace, n_passes, scan, progress, **options):
