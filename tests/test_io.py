@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import admixspec.io.admixture as admixture_io
 from admixspec import Genotypes, InputError, UsageError, simulate_balding_nichols
 from admixspec.io import (
     atomic_write,
@@ -34,6 +35,7 @@ from admixspec.io import (
     write_q,
     write_vcf,
 )
+from admixspec.io.admixture import format_matrix
 from admixspec.io.common import write_all_or_none
 
 from .conftest import failing_on_call
@@ -98,6 +100,13 @@ class TestAdmixtureFormats:
     def test_write_p__clamps_to_admixture_bounds(self, tmp_path):
         write_p(tmp_path / "x.2.P", [[0.0, 1.0]])
         assert (tmp_path / "x.2.P").read_text() == "0.000010 0.999990\n"
+
+    def test_format_matrix__every_row_across_format_blocks(self, monkeypatch):
+        monkeypatch.setattr(admixture_io, "_FORMAT_ROWS", 4)
+        values = np.random.default_rng(2).normal(size=(9, 3))
+        expected = "".join(" ".join(f"{v:.6f}" for v in row) + "\n" for row in values)
+        assert format_matrix(values, "SE", clamp=False) == expected
+        assert format_matrix(values[:0], "SE") == ""
 
     def test_write_q__rejects_nan(self, tmp_path):
         with pytest.raises(ValueError, match="NaN"):
