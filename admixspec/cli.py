@@ -510,6 +510,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from .backends import resolve_device
     from .backends.distributed import scheduler
     from .backends.distributed.cluster import device_with_scheduler, tls_security
+    from .core.compilation import compile_notice
     from .core.threads import thread_limit
 
     args.device = device_with_scheduler(args.scheduler, args.device)
@@ -518,7 +519,7 @@ def run_fit(args: argparse.Namespace) -> int:
     # -j for the whole run: the filters' counts and the K hint run outside
     # fit_admixture, which holds its own limit
     with thread_limit(args.threads), scheduler(args.scheduler, threads=args.threads,
-                                               security=security):
+                                               security=security), compile_notice():
         return _fit_and_write(args)
 
 
