@@ -693,6 +693,8 @@ def _k_list(text: str) -> list[int]:
                 f"empty K range {part!r}: write the smaller K first, e.g. "
                 f"'{high}-{low}'"
             )
+    if min(values) < 1:  # here, before a biobank's input is read
+        raise argparse.ArgumentTypeError(f"K must be at least 1, got {text!r}")
     return values
 
 

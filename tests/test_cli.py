@@ -151,6 +151,14 @@ class TestUsageErrors:
         ]
         assert not prefix.parent.exists()
 
+    def test_run__K_below_1_is_a_usage_error_before_the_input_is_read(self, tmp_path,
+                                                                      capsys):
+        missing = tmp_path / "absent.bed"  # reading it would fail with 'not found'
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", str(missing), "-K", "0-3"])
+        assert exit_info.value.code == 2
+        assert "K must be at least 1, got '0-3'" in capsys.readouterr().err
+
     def test_plot__empty_K_range_is_usage_error(self, tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_info:
             main(["plot", str(tmp_path / "x"), "-K", "2,6-4", "-o", "x.png"])
