@@ -35,7 +35,6 @@ from admixspec.io import (
     write_q,
     write_vcf,
 )
-from admixspec.io.admixture import format_matrix
 from admixspec.io.common import write_all_or_none
 
 from .conftest import failing_on_call
@@ -105,8 +104,8 @@ class TestAdmixtureFormats:
         monkeypatch.setattr(admixture_io, "_FORMAT_ROWS", 4)
         values = np.random.default_rng(2).normal(size=(9, 3))
         expected = "".join(" ".join(f"{v:.6f}" for v in row) + "\n" for row in values)
-        assert format_matrix(values, "SE", clamp=False) == expected
-        assert format_matrix(values[:0], "SE") == ""
+        assert admixture_io.format_matrix(values, "SE", clamp=False) == expected
+        assert admixture_io.format_matrix(values[:0], "SE") == ""
 
     def test_write_q__rejects_nan(self, tmp_path):
         with pytest.raises(ValueError, match="NaN"):
