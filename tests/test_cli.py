@@ -155,9 +155,13 @@ class TestUsageErrors:
                                                                       capsys):
         missing = tmp_path / "absent.bed"  # reading it would fail with 'not found'
         with pytest.raises(SystemExit) as exit_info:
-            main(["run", str(missing), "-K", "0-3"])
+            main(["run", str(missing), "-K", "0-3", "--out", str(tmp_path / "x")])
         assert exit_info.value.code == 2
-        assert "K must be at least 1, got '0-3'" in capsys.readouterr().err
+        assert capsys.readouterr().err.splitlines() == [
+            "admixspec run: error: argument -K/--K: K must be at least 1, got '0-3' "
+            "(see 'admixspec run --help')"
+        ]
+        assert list(tmp_path.iterdir()) == []
 
     def test_plot__empty_K_range_is_usage_error(self, tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_info:
