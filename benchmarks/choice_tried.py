@@ -51,6 +51,13 @@ the output.
     and the default's, per data set, on the grid's cells at 50 and 200
     individuals (Balding-Nichols: every alpha; mosaics: alpha 0.5, 1 and 10),
     replicates 1 and 2, simulated afresh (the grid's seeds).
+``small``
+    The anchor count's threshold (:data:`admixspec.fit.choice.MIN_NEAR_EXTREME`,
+    10) swept from 2 to 10 on the data sets of 50 individuals only -- the grid's
+    mosaic cells and the suite's ``paper50-*`` settings, replicates 1-5, fitted by
+    ``choice_grid.fits`` where not cached -- calibrated on replicate 1 and reported
+    on 2-5: a cohort of 50 with a quarter unadmixed has about 4 per component,
+    fewer than the threshold asks.
 
 Usage::
 
@@ -61,6 +68,7 @@ Usage::
     python benchmarks/choice_tried.py other-k --K 5
     python benchmarks/choice_tried.py fresh
     python benchmarks/choice_tried.py transfer
+    python benchmarks/choice_tried.py small
 """
 
 from __future__ import annotations
@@ -414,16 +422,47 @@ def run_transfer(args):
                 "default": round(q_error(Q, default.Q), 4)}), flush=True)
 
 
+def _shares(rows):
+    """Within 1.1x and 1.25x, mean log ratio and the cells whose means are over 1.1x."""
+    ratios = np.array([row["ratio"] for row in rows])
+    by_cell = {}
+    for row in rows:
+        by_cell.setdefault(row["cell"], []).append(row)
+    over = sorted(cell for cell, group in by_cell.items()
+                  if np.mean([r["default_error"] for r in group])
+                  > 1.1 * np.mean([r["better_error"] for r in group]))
+    return (f"{np.mean(ratios <= 1.1):.1%} / {np.mean(ratios <= 1.25):.1%} / "
+            f"{np.mean(np.log(ratios)):.4f} / {len(over)} {' '.join(over)}")
+
+
+def run_small(args):
+    """The anchor threshold swept on the data sets of 50 individuals."""
+    small = [cell for cell in choice_grid.cells(("mosaic",)) if cell[2] == 50] + [
+        ("suite", name, None, None) for name in ("paper50-a0.1", "paper50-a1",
+                                                 "paper50-a10")]
+    for replicate in range(1, 6):
+        for cell in small:
+            choice_grid.fits(cell, replicate)
+    print("| threshold | replicate 1 (calibration) | replicates 2-5 (reported) |")
+    print("|---|---|---|")
+    for threshold in range(2, MIN_NEAR_EXTREME + 1):
+        groups = [[choice_grid.rule_row(cell, r, min_near=threshold)
+                   for cell in small for r in replicates]
+                  for replicates in ((1,), (2, 3, 4, 5))]
+        print(f"| {threshold} | {_shares(groups[0])} | {_shares(groups[1])} |",
+              flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps",
-                                          "other-k", "fresh", "transfer"))
+                                          "other-k", "fresh", "transfer", "small"))
     parser.add_argument("--K", type=int, default=5,
                         help="other-k: the grid's K (choice_grid.py fits --K)")
     args = parser.parse_args(argv)
     {"rules": run_rules, "mlfit": run_mlfit, "realdata": run_realdata,
      "snps": run_snps, "other-k": run_other_k, "fresh": run_fresh,
-     "transfer": run_transfer}[args.stage](args)
+     "transfer": run_transfer, "small": run_small}[args.stage](args)
 
 
 if __name__ == "__main__":
