@@ -95,6 +95,8 @@ from admixspec import (
 )
 from admixspec.fit.choice import (
     ANCHOR_RADIUS,
+    CORNER_RANK,
+    CORNER_REACH,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
     corner_reach,
@@ -144,6 +146,7 @@ def features(cells=None):
             near = {radius: extreme_neighbours(Q, radius=radius)[1] for radius in RADII}
             for radius in RADII:
                 item[radius] = int(near[radius].min())
+            item["near"] = near[ANCHOR_RADIUS].tolist()  # per component
             anchored = np.count_nonzero(near[ANCHOR_RADIUS] >= MIN_NEAR_EXTREME)
             item["majority"] = 2 * int(anchored) > Q.shape[1]
             # per component, the proportion its n-th highest individual reaches
@@ -209,16 +212,19 @@ def majority(item):
     return item["rare"] < MIN_RARE_SHARE or item["majority"]
 
 
-def corner_gate(n, t):
+def corner_gate(n, t, min_near=MIN_NEAR_EXTREME):
     """ML where the rule says so and most components' n-th highest Q reaches t.
 
     With the calibrated (n, t) this is the rule of admixspec.fit.choice since the
-    corner gate was adopted (issue 19).
+    corner gate was adopted (issue 19); ``min_near`` replaces its anchor count.
     """
     def reached(item):
         corners = item["corner"][n]
         return 2 * sum(value >= t for value in corners) > len(corners)
-    return lambda item: item["rare"] < MIN_RARE_SHARE or (item["majority"]
+
+    def anchored(item):
+        return 2 * sum(count >= min_near for count in item["near"]) > len(item["near"])
+    return lambda item: item["rare"] < MIN_RARE_SHARE or (anchored(item)
                                                           and reached(item))
 
 
@@ -422,19 +428,6 @@ def run_transfer(args):
                 "default": round(q_error(Q, default.Q), 4)}), flush=True)
 
 
-def _shares(rows):
-    """Within 1.1x and 1.25x, mean log ratio and the cells whose means are over 1.1x."""
-    ratios = np.array([row["ratio"] for row in rows])
-    by_cell = {}
-    for row in rows:
-        by_cell.setdefault(row["cell"], []).append(row)
-    over = sorted(cell for cell, group in by_cell.items()
-                  if np.mean([r["default_error"] for r in group])
-                  > 1.1 * np.mean([r["better_error"] for r in group]))
-    return (f"{np.mean(ratios <= 1.1):.1%} / {np.mean(ratios <= 1.25):.1%} / "
-            f"{np.mean(np.log(ratios)):.4f} / {len(over)} {' '.join(over)}")
-
-
 def run_small(args):
     """The anchor threshold swept on the data sets of 50 individuals."""
     small = [cell for cell in choice_grid.cells(("mosaic",)) if cell[2] == 50] + [
@@ -443,14 +436,13 @@ def run_small(args):
     for replicate in range(1, 6):
         for cell in small:
             choice_grid.fits(cell, replicate)
-    print("| threshold | replicate 1 (calibration) | replicates 2-5 (reported) |")
-    print("|---|---|---|")
+    items = features(small)
+    print("| near-extreme threshold | calibration | grid reported | suite reported | "
+          "all reported |")
+    print("|---|---|---|---|---|")
     for threshold in range(2, MIN_NEAR_EXTREME + 1):
-        groups = [[choice_grid.rule_row(cell, r, min_near=threshold)
-                   for cell in small for r in replicates]
-                  for replicates in ((1,), (2, 3, 4, 5))]
-        print(f"| {threshold} | {_shares(groups[0])} | {_shares(groups[1])} |",
-              flush=True)
+        print(line(str(threshold), corner_gate(CORNER_RANK, CORNER_REACH, threshold),
+                   items), flush=True)
 
 
 def main(argv=None):
