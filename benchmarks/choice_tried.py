@@ -44,6 +44,17 @@ the output.
     draws of the seed paper's alpha = 10 setting at 200 individuals
     (:func:`admixspec.simulate_admixture`, seeds 1-3, 20,000 and 60,000 SNPs),
     where the corner gate does not always keep the spectral estimate.
+``issue-cases``
+    The default's choice, with the spectral and spectral+ML errors, on fresh
+    draws of the four data sets of issue 19's own table, at their sizes: the
+    seed paper's setting at alpha = 0.1, 1 and 10 with 50 individuals and
+    80,000 SNPs (:func:`admixspec.simulate_admixture`, what ``admixspec
+    simulate -m 50 --alpha A --n-snps 80000`` draws; seeds 21-25), and an
+    out-of-Africa mosaic of 200 admixed individuals (Dirichlet(0.5) over YRI,
+    CEU, CHB of stdpopsim's ``OutOfAfrica_3G09``) and 60 unadmixed, 260 x
+    120,000 (:func:`realistic_suite.simulate_mosaic` on 40 Mb; seeds 31-33).
+    The rule never saw these sizes: its constants were calibrated on the grid
+    and the suite at 20,000-40,000 SNPs.
 ``transfer``
     Not a choice but a third estimate: plain ML's Q moved into the spectral
     frame, by the K x K frame change ``A`` (least squares; its rows sum to 1)
@@ -394,6 +405,39 @@ def run_fresh(args):
                 "default": round(q_error(sim.Q, default.Q), 4)}), flush=True)
 
 
+def issue_datasets():
+    """(name, seed, dosage, true Q) of the fresh draws of issue 19's table."""
+    for seed in range(21, 26):
+        for alpha in (0.1, 1.0, 10.0):
+            sim = simulate_admixture(50, 3, alpha=alpha, n_snps=80_000, seed=seed)
+            yield f"paper-a{alpha:g}", seed, sim.genotypes.dosage, sim.Q
+    for seed in (31, 32, 33):
+        dosage, Q = realistic_suite.simulate_mosaic(
+            seed, model="OutOfAfrica_3G09", sources=("YRI", "CEU", "CHB"),
+            unadmixed=60 / 260, alpha=0.5, n_individuals=260, n_snps=120_000,
+            sequence_length=40e6)
+        yield "ooa-260", seed, dosage, Q
+
+
+def run_issue_cases(args):
+    """The default against both estimators on fresh draws of issue 19's table."""
+    for name, seed, G, Q in issue_datasets():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            spectral, ml, default = (
+                fit_admixture(G, 3, seed=0, refine=refine, threads=1)
+                for refine in (False, True, "auto"))
+        errors = {fit: round(q_error(Q, result.Q), 4) for fit, result in
+                  (("spectral", spectral), ("ml", ml), ("default", default))}
+        print(json.dumps({
+            "data": name, "seed": seed, "shape": list(G.shape), "path": default.path,
+            "near_extreme": default.diagnostics["choice"]["statistics"]["near_extreme"],
+            **errors,
+            "default_over_better": round(errors["default"]
+                                         / min(errors["spectral"], errors["ml"]), 3)}),
+            flush=True)
+
+
 def frame_transfer(Q_ml, Q_spectral):
     """``Q_ml A`` on the simplex, ``A`` the least-squares frame onto ``Q_spectral``.
 
@@ -448,12 +492,14 @@ def run_small(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps",
-                                          "other-k", "fresh", "transfer", "small"))
+                                          "other-k", "fresh", "issue-cases", "transfer",
+                                          "small"))
     parser.add_argument("--K", type=int, default=5,
                         help="other-k: the grid's K (choice_grid.py fits --K)")
     args = parser.parse_args(argv)
     {"rules": run_rules, "mlfit": run_mlfit, "realdata": run_realdata,
      "snps": run_snps, "other-k": run_other_k, "fresh": run_fresh,
+     "issue-cases": run_issue_cases,
      "transfer": run_transfer, "small": run_small}[args.stage](args)
 
 
