@@ -159,8 +159,6 @@ def features(cells=None):
             for radius in RADII:
                 item[radius] = int(near[radius].min())
             item["near"] = near[ANCHOR_RADIUS].tolist()  # per component
-            anchored = np.count_nonzero(near[ANCHOR_RADIUS] >= MIN_NEAR_EXTREME)
-            item["majority"] = 2 * int(anchored) > Q.shape[1]
             # per component, the proportion its n-th highest individual reaches
             item["corner"] = {n: corner_reach(Q, rank=n).tolist() for n in CORNER_RANKS}
             item["infeasibility"] = row["diag_infeasibility"] / len(Q)
@@ -219,9 +217,14 @@ def calibrate(make_rule, grid, items, shape=None):
     return grid[best], scores[best]
 
 
+def anchored(item, min_near=MIN_NEAR_EXTREME):
+    """Whether more than half of the components have ``min_near`` individuals near."""
+    return 2 * sum(count >= min_near for count in item["near"]) > len(item["near"])
+
+
 def majority(item):
     """The rule of admixspec.fit.choice without its corner gate (True: ML)."""
-    return item["rare"] < MIN_RARE_SHARE or item["majority"]
+    return item["rare"] < MIN_RARE_SHARE or anchored(item)
 
 
 def corner_gate(n, t, min_near=MIN_NEAR_EXTREME):
@@ -233,16 +236,13 @@ def corner_gate(n, t, min_near=MIN_NEAR_EXTREME):
     def reached(item):
         corners = item["corner"][n]
         return 2 * sum(value >= t for value in corners) > len(corners)
-
-    def anchored(item):
-        return 2 * sum(count >= min_near for count in item["near"]) > len(item["near"])
-    return lambda item: item["rare"] < MIN_RARE_SHARE or (anchored(item)
+    return lambda item: item["rare"] < MIN_RARE_SHARE or (anchored(item, min_near)
                                                           and reached(item))
 
 
 def infeasibility_gate(c):
     """ML where the rule says so and the raw spectral Q is >= c off the simplex."""
-    return lambda item: item["rare"] < MIN_RARE_SHARE or (item["majority"]
+    return lambda item: item["rare"] < MIN_RARE_SHARE or (anchored(item)
                                                           and item["infeasibility"] >= c)
 
 
