@@ -430,3 +430,26 @@ class TestProcessState:
               "--out", str(tmp_path / "x"), "-q"])
         assert (list(admixspec_logger.handlers), admixspec_logger.level,
                 admixspec_logger.propagate) == before
+
+    def test_main__in_process_leaves_the_garbage_collector_alone(self):
+        """Only the process's own run (argv None) freezes it, as it exits next."""
+        import gc
+
+        frozen = gc.get_freeze_count()
+        assert main(["info", str(DATA / "example.bed")]) == 0
+        assert gc.get_freeze_count() == frozen
+
+    def test_main__console_run_freezes_the_garbage_collector(self, monkeypatch):
+        """Exit then skips collecting numba's, pandas' and scipy's objects."""
+        import gc
+        import signal
+
+        monkeypatch.setattr(sys, "argv",
+                            ["admixspec", "info", str(DATA / "example.bed")])
+        pipe = signal.getsignal(signal.SIGPIPE)  # main() resets it for the process
+        try:
+            assert main() == 0
+            assert gc.get_freeze_count() > 0
+        finally:
+            gc.unfreeze()
+            signal.signal(signal.SIGPIPE, pipe)
