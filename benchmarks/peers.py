@@ -22,6 +22,9 @@ Tools and settings (``--tools``):
   ``--ada-tol 1e-4 0.1``, also its default 0.1; ``--chrom_mode all`` so it
   keeps the same SNPs; seed 42 (its default).
 * ``fastmixture``: fastmixture 1.3.0 with its defaults, seed 42.
+
+Every tool takes the same seed, 42 unless ``--seed`` gives others (several:
+one run of each tool per seed, the seed in the row's note).
 * ``ml``: ``admixspec run --init svd`` (plain ML, ``fit_ml``).
 * ``default``: ``admixspec run`` (spectral estimate, estimator choice, ML).
 * ``fit_ml``: :func:`admixspec.fit_ml` timed inside its own process (wall
@@ -40,6 +43,8 @@ Run (on a quiet machine; under load, CPU time is the fairer measure):
   python benchmarks/peers.py --data hapmap3 --K 3 4 5 --threads 1 2
   python benchmarks/peers.py --data demo --K 7 --threads 1 --ada-tol 1e-4 0.1
   python benchmarks/peers.py --data hapmap3 1kg --K 4 --per-iteration
+  python benchmarks/peers.py --data hapmap3 --K 4 --threads 2 --tools adamixture ml \\
+      --seed 40 41 42 43 44 45 46 47 48 49
 Prints one Markdown table row per run (for docs/benchmarks.md) and, with
 ``--json FILE``, appends every row as a JSON line.
 """
@@ -47,6 +52,7 @@ Prints one Markdown table row per run (for docs/benchmarks.md) and, with
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -338,16 +344,16 @@ def markdown(runs):
             f"{gap:+.2f} ({gap / abs(r.loglik):+.1e}) | {r.note} |")
     return "\n".join(lines)
 
-def _runs(tool, prefix, G, K, threads, args, work):
-    """One tool's runs (ADAMIXTURE: one per ``--ada-tol``)."""
+def _runs(tool, prefix, G, K, threads, seed, args, work):
+    """One tool's runs for one seed (ADAMIXTURE: one per ``--ada-tol``)."""
     if tool == "adamixture":
-        return [run_adamixture(prefix, G, K, threads, args.seed, tol, work)
+        return [run_adamixture(prefix, G, K, threads, seed, tol, work)
                 for tol in args.ada_tol]
     if tool == "fit_ml":
-        return [run_fit_ml(prefix, G, K, threads, args.seed, work)]
+        return [run_fit_ml(prefix, G, K, threads, seed, work)]
     if tool == "fastmixture":
-        return [run_fastmixture(prefix, G, K, threads, args.seed, work)]
-    return [run_admixspec(prefix, G, K, threads, args.seed, tool, work)]
+        return [run_fastmixture(prefix, G, K, threads, seed, work)]
+    return [run_admixspec(prefix, G, K, threads, seed, tool, work)]
 
 
 def _report(run, json_path):
@@ -372,7 +378,9 @@ def main(argv=None):
                                                     "fit_ml", "default"],
                     choices=["adamixture", "fastmixture", "ml", "default", "fit_ml"])
     ap.add_argument("--ada-tol", type=float, nargs="+", default=[1e-4])
-    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--seed", type=int, nargs="+", default=[42],
+                    help="every tool's seed; several: one run each, the seed in the "
+                         "note (the modes a seed lands in)")
     ap.add_argument("--demo", default=None, help="ADAMIXTURE's demo_data.bed")
     ap.add_argument("--json", default=None, help="append every run as a JSON line")
     ap.add_argument("--keep", default=None, help="keep the outputs in this folder")
@@ -395,12 +403,14 @@ def main(argv=None):
                     per_iteration(prefix, G, K)
                 continue
             for K in args.K or DEFAULT_K[name]:
-                for threads in args.threads:
-                    for tool in args.tools:
-                        for run in _runs(tool, prefix, G, K, threads, args, work):
-                            run.data = name
-                            runs.append(run)
-                            _report(run, args.json)
+                for threads, seed, tool in itertools.product(args.threads, args.seed,
+                                                             args.tools):
+                    for run in _runs(tool, prefix, G, K, threads, seed, args, work):
+                        run.data = name
+                        if len(args.seed) > 1:
+                            run.note = f"seed {seed}; {run.note}"
+                        runs.append(run)
+                        _report(run, args.json)
     if runs:
         print()
         print(markdown(runs))
