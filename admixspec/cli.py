@@ -28,8 +28,8 @@ import contextlib
 import gc
 import json
 import logging
+import os
 import shlex
-import signal
 import sys
 import time
 import warnings
@@ -971,10 +971,12 @@ def main(argv: list[str] | None = None) -> int:
         0 on success, 1 for data errors (bad or unusable input), 2 for usage
         errors. (argparse itself exits with 2 via ``SystemExit`` on bad flags.)
     """
-    if argv is None and hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet `admixspec info x | head`
     try:
         return _main(argv)
+    except BrokenPipeError:  # `admixspec info x | head` closed stdout: quiet, as head
+        if argv is None:  # the exit's own flush of stdout would raise it again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     finally:
         if argv is None:  # the process: it exits next
             # The interpreter's exit runs the cyclic garbage collector over
@@ -995,7 +997,11 @@ def _main(argv):
     args._argv = sys.argv[1:] if argv is None else list(argv)
     try:
         with _logging_to_stderr(args), _warnings_as_log_lines():
-            return int(args.runner(args) or 0)
+            status = int(args.runner(args) or 0)
+        sys.stdout.flush()  # here, so that a closed stdout raises inside main()
+        return status
+    except BrokenPipeError:
+        raise
     except UsageError as error:
         if args.debug:
             raise

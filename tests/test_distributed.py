@@ -254,3 +254,22 @@ def test_cli_scheduler__without_the_extra_is_one_line_error(capsys, tmp_path,
     assert capsys.readouterr().err == (
         "admixspec: error: running on a Dask cluster (--scheduler) needs distributed: "
         "pip install 'admixspec[distributed]'\n")
+
+
+def test_cli_scheduler__local_cluster_from_the_console_process(tmp_path):
+    """The real process, not main([...]): its signal handling is the console's.
+
+    It was killed by SIGPIPE (exit 141, no output) while main() reset SIGPIPE
+    to the default for every console run: a write to a socket the cluster had
+    closed then ended the process instead of raising.
+    """
+    import subprocess
+
+    write_plink(tmp_path / "sim", simulate_balding_nichols(20, 200, 2, seed=1).genotypes)
+    done = subprocess.run(
+        [sys.executable, "-m", "admixspec", "run", str(tmp_path / "sim.bed"), "-K", "2",
+         "--scheduler", "local:2", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "K=2: wrote" in done.stderr
+    assert read_q(tmp_path / "out.2.Q").shape == (20, 2)
