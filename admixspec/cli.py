@@ -968,7 +968,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        0 on success, 1 for data errors (bad or unusable input), 2 for usage
+        0 on success, 1 for data errors (bad or unusable input) and when the
+        reader of stdout has gone (``admixspec info x | head``), 2 for usage
         errors. (argparse itself exits with 2 via ``SystemExit`` on bad flags.)
     """
     try:
@@ -988,7 +989,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv):
-    """:func:`main` after the process-level setup."""
+    """:func:`main` but for a closed stdout and the console's exit."""
     parser = get_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "runner"):

@@ -418,7 +418,6 @@ class TestSubprocess:
             f"admixspec: error: {path}: cannot read as VCF/BCF (cannot parse VCF header)"
         ]
 
-
     def test_closed_stdout__exits_quietly_as_head_expects(self):
         """`admixspec info x | head`: the reader gone, no traceback, status 1."""
         import subprocess
