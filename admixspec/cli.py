@@ -974,10 +974,6 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         return _main(argv)
-    except BrokenPipeError:  # `admixspec info x | head` closed stdout: quiet, as head
-        if argv is None:  # the exit's own flush of stdout would raise it again
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
     finally:
         if argv is None:  # the process: it exits next
             # The interpreter's exit runs the cyclic garbage collector over
@@ -989,7 +985,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv):
-    """:func:`main` but for a closed stdout and the console's exit."""
+    """:func:`main` but for the console's exit."""
     parser = get_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "runner"):
@@ -1001,8 +997,10 @@ def _main(argv):
             status = int(args.runner(args) or 0)
         sys.stdout.flush()  # here, so that a closed stdout raises inside main()
         return status
-    except BrokenPipeError:
-        raise
+    except BrokenPipeError:  # `admixspec info x | head` closed stdout: quiet, as head
+        if argv is None:  # the exit's own flush of stdout would raise it again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except UsageError as error:
         if args.debug:
             raise
