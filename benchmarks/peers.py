@@ -22,14 +22,14 @@ Tools and settings (``--tools``):
   ``--ada-tol 1e-4 0.1``, also its default 0.1; ``--chrom_mode all`` so it
   keeps the same SNPs; seed 42 (its default).
 * ``fastmixture``: fastmixture 1.3.0 with its defaults, seed 42.
-
-Every tool takes the same seed, 42 unless ``--seed`` gives others (several:
-one run of each tool per seed, the seed in the row's note).
 * ``ml``: ``admixspec run --init svd`` (plain ML, ``fit_ml``).
 * ``default``: ``admixspec run`` (spectral estimate, estimator choice, ML).
 * ``fit_ml``: :func:`admixspec.fit_ml` timed inside its own process (wall
   and CPU of the fit alone: no interpreter start, import, reading, or the
   CLI's spectral K hint; the row's note gives the whole process's times).
+
+Every tool takes the same seed, 42 unless ``--seed`` gives others (several:
+one run of each tool per seed, the seed in the row's note).
 
 Data sets (``--data``): ``hapmap3`` (ADMIXTURE tutorial, 324 x 13,759
 polymorphic SNPs), ``1kg`` (1000 Genomes phase 1, 1,092 x 14,079),
@@ -134,7 +134,8 @@ def _superpopulation(geno):
     return np.array([lookup.get(sample, "") for sample in geno.samples])
 
 
-def _thread_env(threads):
+def thread_env(threads):
+    """The environment with every thread pool a tool may use set to ``threads``."""
     env = dict(os.environ)
     for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "MKL_NUM_THREADS"):
@@ -146,7 +147,7 @@ def timed(cmd, threads, log_path):
     """Run ``cmd``; returns (wall seconds, CPU seconds, combined output)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_thread_env(threads))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=thread_env(threads))
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
