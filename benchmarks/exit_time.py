@@ -14,15 +14,15 @@ Run (``PYTHONPATH`` picks the tree measured; INPUT as an absolute path):
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from statistics import median
 
-ONE_THREAD = {name: "1" for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS",
-                                     "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers import thread_env
 
 
 def one_run(bed, K, folder):
@@ -33,7 +33,7 @@ def one_run(bed, K, folder):
     # in the temporary folder: `python -m` looks in the working folder before
     # PYTHONPATH, which would otherwise measure the checkout run from
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=folder,
-                          env={**os.environ, **ONE_THREAD}) as process:
+                          env=thread_env(1)) as process:
         last = None
         for line in process.stderr:
             if ": wrote " in line:
