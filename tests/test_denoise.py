@@ -112,6 +112,15 @@ class TestMaskedTensor:
         expected = np.einsum("ijk,ia,jb,kc->abc", masked, B, B, B)
         np.testing.assert_allclose(masked_tensor_operator(T, B), expected, atol=1e-10)
 
+    def test_contraction_order_found_once__gives_einsums_bytes(self):
+        rng = np.random.default_rng(6)
+        T = symmetrize(rng.normal(size=(4, 4, 4)))
+        B = rng.normal(size=(50, 4))
+        for _ in range(2):  # the second call takes the cached order
+            np.testing.assert_array_equal(
+                denoise._contract("abc,ia,ib->ic", T, B, B),
+                np.einsum("abc,ia,ib->ic", T, B, B, optimize=True))
+
     def test_solve__matches_dense_least_squares(self):
         dosage, _, _ = _binomial_data()
         X = dosage / 2.0
