@@ -81,6 +81,29 @@ class TestRowSolver:
             assert np.all(g[fl] >= level - 1e-6 * np.abs(g).max())
 
 
+    @pytest.mark.parametrize("collinear", [False, True])
+    def test_p_step__is_each_snp_s_bounded_least_squares(self, sim_fixture, collinear):
+        # the P step's one kernel against a per-row solver: rows inside and on
+        # the box, and (collinear Q, no inverse) every row by the active set
+        G = sim_fixture.genotypes.dosage[:, :300]
+        f, US, V = _factors(G, 3)
+        Q = sim_fixture.Q.copy()
+        if collinear:
+            Q[:, 3] = Q[:, 2]
+        problem = SubspaceStart(f, US, V)
+        P = problem.p_step(Q, np.full((300, 4), 0.5))
+        Y = f[None, :] + US @ V.T
+        expected = np.array([lsq_linear(Q, y, bounds=(P_MIN, P_MAX), tol=1e-12).x
+                             for y in Y.T])
+        on_bound = (P <= P_MIN + 1e-12) | (P >= P_MAX - 1e-12)
+        assert 0.05 < np.mean(on_bound.any(axis=1)) < 0.95  # both kinds of rows
+        fitted = np.sum((Y.T - P @ Q.T) ** 2, axis=1)
+        best = np.sum((Y.T - expected @ Q.T) ** 2, axis=1)
+        np.testing.assert_allclose(fitted, best, rtol=1e-6, atol=1e-9)
+        if not collinear:
+            np.testing.assert_allclose(P, expected, atol=1e-6)
+
+
 class TestSubspaceALS:
     def test_objective__equals_the_dense_weighted_residual(self, sim_fixture):
         G = sim_fixture.genotypes.dosage[:, :500]

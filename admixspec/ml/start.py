@@ -18,8 +18,9 @@ minimisations of one objective, which never increases. Every row is a small
 quadratic programme with the shared Gram matrix ``Q^T Q`` (P) or ``P^T W P``
 (Q): one solve gives every row's solution without the bounds, and only the
 rows it leaves outside them go to the primal active-set solver of the
-block-relaxation map (:func:`admixspec.ml._kernels.least_squares.constrained_ls_rows`),
-warm-started at the previous iteration's active bounds. The right-hand sides
+block-relaxation map (:mod:`admixspec.ml._kernels.least_squares`; the P step,
+over every SNP, is one parallel kernel), warm-started at the previous
+iteration's active bounds. The right-hand sides
 come from the factors alone (``Y P = 1 (f^T P) + U S (V^T P)``), so an
 iteration costs ``O((m + n) r K + (m + n) K^2)`` and never reads G; so does
 the objective.
@@ -48,7 +49,7 @@ import numpy as np
 from ..core.frequencies import allele_frequencies
 from ..core.parameters import P_MAX, P_MIN, Q_MIN, clip_proportions
 from ..core.threads import serial_blas
-from ._kernels.least_squares import constrained_ls_rows
+from ._kernels.least_squares import box_ls_p_rows, constrained_ls_rows
 from .initial import SVD_GAP, _randomized_svd
 
 __all__ = ["SubspaceStart", "fisher_weights", "subspace_als", "subspace_starts"]
@@ -66,6 +67,16 @@ ALS_TOL = 1e-4
 #: Relative ridge of the shared Gram matrices (a component ALS empties
 #: leaves them singular).
 _RIDGE = 1e-10
+
+
+def _ridged_inverse(C):
+    """``C`` with its ridge (:data:`_RIDGE`), and its inverse (None if singular)."""
+    K = C.shape[0]
+    C = C + (_RIDGE * np.trace(C) / K + 1e-300) * np.eye(K)
+    try:
+        return C, np.linalg.inv(C)
+    except np.linalg.LinAlgError:
+        return C, None
 
 
 def _solve_rows(X0, B, C, lower, upper, simplex, threads):
@@ -92,21 +103,17 @@ def _solve_rows(X0, B, C, lower, upper, simplex, threads):
     numpy.ndarray, float64, shape (n_rows, K)
     """
     K = C.shape[0]
-    C = C + (_RIDGE * np.trace(C) / K + 1e-300) * np.eye(K)
-    try:
-        # one K x K inverse and a product: np.linalg.solve with a right-hand
-        # side per row (NumPy's batched gufunc) took 1.7 ms against 0.12 ms on
-        # HapMap3's 13,759 SNPs at K = 4
-        C_inv = np.linalg.inv(C)
-        X = B @ C_inv
-        c1 = C_inv.sum(axis=1) if simplex else None
-    except np.linalg.LinAlgError:
-        X = None
-    if X is None:
+    C, C_inv = _ridged_inverse(C)
+    if C_inv is None:
         bad = np.arange(B.shape[0])
         X = np.empty_like(X0)
     else:
+        # one K x K inverse and a product: np.linalg.solve with a right-hand
+        # side per row (NumPy's batched gufunc) took 1.7 ms against 0.12 ms on
+        # HapMap3's 13,759 SNPs at K = 4
+        X = B @ C_inv
         if simplex:
+            c1 = C_inv.sum(axis=1)
             X -= np.outer((X.sum(axis=1) - 1.0) / c1.sum(), c1)
             outside = X < lower
         else:
@@ -151,9 +158,18 @@ class SubspaceStart:
                    + float(np.sum(gram * (self.V.T @ self.Vw))))
 
     def p_step(self, Q, P0):
-        """Exact box-constrained least-squares P (n_snps, K) for fixed Q, from P0."""
-        B = np.outer(self.f, Q.sum(axis=0)) + self.V @ (self.US.T @ Q)
-        return _solve_rows(P0, B, Q.T @ Q, P_MIN, P_MAX, False, self.threads)
+        """Exact box-constrained least-squares P (n_snps, K) for fixed Q, from P0.
+
+        The rows' linear terms ``f_j Q^T 1 + V_j (U S)^T Q``, their solutions
+        and the active-set solves of the rows that leave the box are one
+        parallel kernel (:func:`~admixspec.ml._kernels.least_squares.box_ls_p_rows`).
+        """
+        C, C_inv = _ridged_inverse(Q.T @ Q)
+        P = np.empty_like(P0)
+        box_ls_p_rows(self.f, Q.sum(axis=0), self.V, self.US.T @ Q, C,
+                      np.empty((0, 0)) if C_inv is None else C_inv, P_MIN, P_MAX,
+                      np.ascontiguousarray(P0), P, self.threads)
+        return P
 
     def q_step(self, P, Q0):
         """Exact simplex-constrained weighted least-squares Q (n_individuals, K)."""
