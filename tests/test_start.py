@@ -82,7 +82,6 @@ class TestRowSolver:
             np.testing.assert_allclose(g[fr], level, atol=1e-6 * np.abs(g).max())
             assert np.all(g[fl] >= level - 1e-6 * np.abs(g).max())
 
-
     @pytest.mark.parametrize("inverse", [True, False])
     def test_p_step__is_each_snp_s_bounded_least_squares(self, sim_fixture, inverse):
         # the P step's one kernel against a per-row solver, on rows inside and on
