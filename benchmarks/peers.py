@@ -144,10 +144,17 @@ def thread_env(threads):
 
 
 def timed(cmd, threads, log_path):
-    """Run ``cmd``; returns (wall seconds, CPU seconds, combined output)."""
+    """Run ``cmd`` in the folder of ``log_path``; returns (wall seconds, CPU seconds,
+    combined output).
+
+    Not in this process's working folder: ``python -m`` and ``python -c`` look
+    there before ``PYTHONPATH``, so run from a checkout they would import it,
+    not the tree ``PYTHONPATH`` names.
+    """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=thread_env(threads))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=thread_env(threads),
+                          cwd=Path(log_path).parent)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -396,7 +403,7 @@ def main(argv=None):
         print(f"== {name}: {G.shape[0]} x {G.shape[1]}", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=args.keep)
-                        if args.keep else tmp)
+                        if args.keep else tmp).resolve()  # the tools run in it
             prefix = work / name
             write_plink(prefix, geno)
             if args.per_iteration:
