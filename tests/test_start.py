@@ -13,7 +13,7 @@ from admixspec.ml._kernels.least_squares import box_ls_p_rows
 from admixspec.ml.start import (
     SubspaceStart,
     _ridged_inverse,
-    _solve_rows,
+    _simplex_rows,
     fisher_weights,
     subspace_als,
     subspace_starts,
@@ -57,7 +57,10 @@ class TestRowSolver:
         Y = rng.normal(0.5, 0.6, size=(200, 30))  # many rows hit a bound
         C, B = A.T @ A, Y @ A
         X0 = np.full((200, 5), 0.5)
-        X = _solve_rows(X0, B, C, P_MIN, P_MAX, False, 1)
+        # the P step's kernel with b = B: no frequency term, V = B, M = I
+        X = np.empty_like(X0)
+        box_ls_p_rows(np.zeros(200), np.zeros(5), B, np.eye(5), *_ridged_inverse(C),
+                      P_MIN, P_MAX, X0, X, 1)
         expected = np.array([lsq_linear(A, y, bounds=(P_MIN, P_MAX), tol=1e-12).x
                              for y in Y])
         assert np.mean((X <= P_MIN + 1e-12) | (X >= P_MAX - 1e-12)) > 0.2
@@ -70,7 +73,7 @@ class TestRowSolver:
         A = rng.random((40, 4))
         C = A.T @ A
         B = rng.normal(size=(300, 4)) * 20
-        X = _solve_rows(np.full((300, 4), 0.25), B, C, Q_MIN, 1.0, True, 1)
+        X = _simplex_rows(np.full((300, 4), 0.25), B, C, 1)
         np.testing.assert_allclose(X.sum(axis=1), 1.0)
         assert X.min() >= Q_MIN * (1 - 1e-12)
         grad = X @ C - B

@@ -79,12 +79,14 @@ def _ridged_inverse(C):
         return C, None
 
 
-def _solve_rows(X0, B, C, lower, upper, simplex, threads):
-    """Rows ``argmin x'Cx/2 - b'x`` under the box or the simplex (exact).
+def _simplex_rows(X0, B, C, threads):
+    """Rows ``argmin x'Cx/2 - b'x`` on the simplex, entries ``>= Q_MIN`` (exact).
 
-    Every row shares ``C``: the problem without the bounds (with the
-    simplex's sum when ``simplex``) is solved for all rows by one solve;
-    only rows whose solution leaves the bounds go to the active-set kernel
+    The Q step's solver (the P step's is
+    :func:`~admixspec.ml._kernels.least_squares.box_ls_p_rows`). Every row
+    shares ``C``: the problem with the sum but without the floors is solved
+    for all rows by one solve; only rows whose solution leaves the
+    floor go to the active-set kernel
     (:func:`~admixspec.ml._kernels.least_squares.constrained_ls_rows`),
     warm-started at ``X0``.
 
@@ -94,8 +96,6 @@ def _solve_rows(X0, B, C, lower, upper, simplex, threads):
         Feasible rows (the previous solution).
     B : numpy.ndarray, float64, shape (n_rows, K)
     C : numpy.ndarray, float64, shape (K, K)
-    lower, upper : float
-    simplex : bool
     threads : int
 
     Returns
@@ -112,17 +112,13 @@ def _solve_rows(X0, B, C, lower, upper, simplex, threads):
         # side per row (NumPy's batched gufunc) took 1.7 ms against 0.12 ms on
         # HapMap3's 13,759 SNPs at K = 4
         X = B @ C_inv
-        if simplex:
-            c1 = C_inv.sum(axis=1)
-            X -= np.outer((X.sum(axis=1) - 1.0) / c1.sum(), c1)
-            outside = X < lower
-        else:
-            outside = (X < lower) | (X > upper)
-        bad = np.flatnonzero(outside.any(axis=1))
+        c1 = C_inv.sum(axis=1)
+        X -= np.outer((X.sum(axis=1) - 1.0) / c1.sum(), c1)
+        bad = np.flatnonzero((X < Q_MIN).any(axis=1))
     if bad.size:
         rows = np.empty((bad.size, K))
         constrained_ls_rows(np.ascontiguousarray(X0[bad]), np.ascontiguousarray(B[bad]),
-                            C, lower, upper, simplex, rows, threads)
+                            C, Q_MIN, 1.0, True, rows, threads)
         X[bad] = rows
     return X
 
@@ -175,7 +171,7 @@ class SubspaceStart:
         """Exact simplex-constrained weighted least-squares Q (n_individuals, K)."""
         WP = P * self.w[:, None]
         B = (self.fw @ P)[None, :] + self.US @ (self.V.T @ WP)
-        return _solve_rows(Q0, B, P.T @ WP, Q_MIN, 1.0, True, self.threads)
+        return _simplex_rows(Q0, B, P.T @ WP, self.threads)
 
     def objective(self, Q, P):
         """``sum_ij w_j (y_ij - q_i . p_j)^2`` from the factors, O((m + n) r K)."""
