@@ -44,6 +44,7 @@ __all__ = [
     "command_line",
     "get_parser",
     "main",
+    "parse_arguments",
     "read_genotypes_from_args",
 ]
 
@@ -354,8 +355,9 @@ def _add_model_arguments(parser) -> None:
     """``run``'s model group: K, output prefix, seed, threads, device, memory."""
     group = parser.add_argument_group("model")
     group.add_argument(
-        "-K", "--K", dest="K", type=_k_list, nargs="+", required=True, metavar="K",
-        help="number(s) of ancestral populations: '-K 3', '-K 2 3 4' or '-K 2-6'",
+        "-K", "--K", dest="K", type=_k_list, nargs="+", metavar="K",
+        help="number(s) of ancestral populations: '-K 3', '-K 2 3 4' or '-K 2-6' "
+        "(or after the input, as ADMIXTURE takes it)",
     )
     group.add_argument(
         "--out", metavar="PREFIX",
@@ -387,6 +389,11 @@ def _add_run_parser(subparsers) -> None:
         ),
     )
     add_genotype_arguments(parser)
+    parser.add_argument(
+        "K_after_input", nargs="*", type=_k_list, metavar="K",
+        help="ADMIXTURE's place for K: 'admixspec run data.bed 3' is 'admixspec run "
+        "data.bed -K 3'",
+    )
     _add_model_arguments(parser)
     method = parser.add_argument_group("estimator")
     method.add_argument(
@@ -435,7 +442,23 @@ def _add_run_parser(subparsers) -> None:
         "prefix + '.pop'; one line per individual, '-' for unknown)",
     )
     _add_projection_arguments(extra)
-    parser.set_defaults(runner=run_fit)
+    parser.set_defaults(runner=run_fit, usage_error=parser.error)
+
+
+def _one_k_list(args: argparse.Namespace) -> None:
+    """``run``'s K from ``-K`` or from after the input (ADMIXTURE's place), not both."""
+    after_input = args.K_after_input
+    if after_input and args.K:
+        args.usage_error(f"K is given twice: {' '.join(_k_text(after_input))} after the "
+                         f"input and -K {' '.join(_k_text(args.K))}; give one")
+    if not after_input and not args.K:
+        args.usage_error("the following arguments are required: K (after the input, "
+                         "as ADMIXTURE takes it, or -K)")
+    args.K = args.K or after_input
+
+
+def _k_text(k_lists) -> list[str]:
+    return [",".join(map(str, values)) for values in k_lists]
 
 
 def _add_projection_arguments(group) -> None:
@@ -514,6 +537,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from .core.compilation import compile_notice
     from .core.threads import thread_limit
 
+    _one_k_list(args)
     args.device = device_with_scheduler(args.scheduler, args.device)
     resolve_device(args.device)
     security = tls_security(args.tls_ca_file, args.tls_cert, args.tls_key)
@@ -984,14 +1008,56 @@ def main(argv: list[str] | None = None) -> int:
             gc.freeze()
 
 
+def _is_integer(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_not_genotypes(text: str) -> bool:
+    return not text.endswith((".bed", ".pgen", ".vcf", ".vcf.gz", ".vcf.bgz", ".bcf"))
+
+
+#: ``run``'s flags whose value is optional, and what a value of theirs looks like.
+_OPTIONAL_VALUES = {"--cv": _is_integer, "-B": _is_integer, "--bootstrap": _is_integer,
+                    "--supervised": _is_not_genotypes}
+
+
+def _admixture_order(argv: list[str]) -> list[str]:
+    """``run``'s arguments with ADMIXTURE's bare ``--cv data.bed 3`` made unambiguous.
+
+    ADMIXTURE attaches these flags' values (``--cv=10``, ``-B2000``); argparse
+    would take the next argument, the input, as the value. A bare flag
+    followed by something that is not a value of its moves to the end, where
+    it takes its default.
+    """
+    if not argv or argv[0] != "run":
+        return argv
+    bare = {i for i, flag in enumerate(argv[:-1])
+            if flag in _OPTIONAL_VALUES and not _OPTIONAL_VALUES[flag](argv[i + 1])}
+    return ([arg for i, arg in enumerate(argv) if i not in bare]
+            + [argv[i] for i in sorted(bare)])
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    """The command line's arguments as :func:`main` reads them.
+
+    :func:`get_parser`'s parse, after ADMIXTURE's bare ``run --cv data.bed 3``
+    is made unambiguous (see :func:`_admixture_order`).
+    """
+    return get_parser().parse_args(_admixture_order(argv))
+
+
 def _main(argv):
     """:func:`main` but for the console's exit."""
-    parser = get_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    args = parse_arguments(given)
     if not hasattr(args, "runner"):
-        parser.print_help(sys.stderr)
+        get_parser().print_help(sys.stderr)
         return 2
-    args._argv = sys.argv[1:] if argv is None else list(argv)
+    args._argv = given
     try:
         with _logging_to_stderr(args), _warnings_as_log_lines():
             status = int(args.runner(args) or 0)

@@ -21,6 +21,7 @@ from admixspec import (
     simulate_balding_nichols,
 )
 from admixspec.cli import get_parser, main
+from admixspec.cli import parse_arguments as _parse
 from admixspec.io import write_plink, write_vcf
 
 from .conftest import failing_on_call
@@ -67,6 +68,32 @@ class TestParser:
         parser = get_parser()
         for argv in (["simulate", "--out", "x"], ["info", "x.vcf"]):
             assert callable(parser.parse_args(argv).runner)
+
+    @pytest.mark.parametrize(
+        ("admixture_argv", "argv"),
+        [
+            # ADMIXTURE's manual: `admixture --cv hapmap3.bed $K`, `-B`, `--supervised`
+            (["--cv", "d.bed", "3"], ["d.bed", "-K", "3", "--cv"]),
+            (["-j4", "--cv=10", "d.bed", "3"],
+             ["d.bed", "-K", "3", "-j", "4", "--cv", "10"]),
+            (["-B", "d.bed", "3"], ["d.bed", "-K", "3", "-B"]),
+            (["-B2000", "d.bed", "3"], ["d.bed", "-K", "3", "-B", "2000"]),
+            (["--supervised", "d.bed", "3"], ["d.bed", "-K", "3", "--supervised"]),
+            (["--supervised", "d.pop", "d.bed", "3"],
+             ["d.bed", "-K", "3", "--supervised", "d.pop"]),
+        ],
+    )
+    def test_run__admixture_command_lines_mean_what_they_mean_to_admixture(
+        self, admixture_argv, argv
+    ):
+        def parsed(words):
+            namespace = vars(_parse(["run", *words]))
+            namespace["K"] = namespace["K"] or namespace.pop("K_after_input")
+            namespace.pop("K_after_input", None)
+            namespace.pop("usage_error")  # a bound method of each parse's own parser
+            return namespace
+
+        assert parsed(admixture_argv) == parsed(argv)
 
     def test_main__no_subcommand_prints_help_and_returns_2(self, capsys):
         code, _, err = run([], capsys)
@@ -163,6 +190,26 @@ class TestUsageErrors:
         ]
         assert list(tmp_path.iterdir()) == []
 
+    @pytest.mark.parametrize(
+        ("K_argv", "message"),
+        [
+            ([], "the following arguments are required: K (after the input, as "
+                 "ADMIXTURE takes it, or -K)"),
+            (["3", "-K", "2-4"],
+             "K is given twice: 3 after the input and -K 2,3,4; give one"),
+        ],
+    )
+    def test_run__K_once_before_the_input_is_read(self, K_argv, message, tmp_path,
+                                                  capsys):
+        missing = tmp_path / "absent.bed"  # reading it would fail with 'not found'
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", str(missing), *K_argv, "--out", str(tmp_path / "x")])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec run: error: {message} (see 'admixspec run --help')"
+        ]
+        assert list(tmp_path.iterdir()) == []
+
     def test_plot__empty_K_range_is_usage_error(self, tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_info:
             main(["plot", str(tmp_path / "x"), "-K", "2,6-4", "-o", "x.png"])
@@ -255,6 +302,18 @@ class TestRunOutputs:
         assert sorted(p.name for p in prefix.parent.iterdir()) == [
             "x.2.P", "x.2.P.snps", "x.2.Q", "x.2.json", "x.2.log"
         ]
+
+    def test_run__K_after_the_input_as_admixture_takes_it_is_minus_K(
+        self, plink_fixture, tmp_path, capsys
+    ):
+        # ADMIXTURE's `admixture data.bed 3`: the same fit, the same files
+        for name, K_argv in (("positional", ["2-3"]), ("flag", ["-K", "2-3"])):
+            code, _, _ = run(["run", plink_fixture, *K_argv, "--out", tmp_path / name,
+                              "-q", "-j", "1"], capsys)
+            assert code == 0
+        for K in (2, 3):
+            assert (tmp_path / f"positional.{K}.Q").read_bytes() == (
+                tmp_path / f"flag.{K}.Q").read_bytes()
 
     def test_run__bootstrap_bias_keeps_its_sign(self, plink_fixture, tmp_path, capsys):
         # Q_bias (replicate mean - estimate) is not a proportion: not clamped to
