@@ -698,6 +698,11 @@ def _fit_and_write(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- plot, summary
 
 
+def _names_genotypes(text: str) -> bool:
+    """Whether a command-line word is a genotype file's name (by its suffix)."""
+    return text.endswith((".bed", ".pgen", ".vcf", ".vcf.gz", ".vcf.bgz", ".bcf"))
+
+
 def _k_list(text: str) -> list[int]:
     """Parse ``3``, ``2-5`` or ``2,3,4`` into a list of K; an empty range is an error."""
     values = []
@@ -710,8 +715,11 @@ def _k_list(text: str) -> list[int]:
             else:
                 values.append(int(part))
         except ValueError:
+            # `run -K 3 data.bed`: -K takes every value after it, the input too
+            hint = ("; -K takes every value after it, so give the input before -K"
+                    if _names_genotypes(text) else "")
             raise argparse.ArgumentTypeError(
-                f"not a K value or range: {text!r}"
+                f"not a K value or range: {text!r}{hint}"
             ) from None
         if "-" in part and high < low:
             raise argparse.ArgumentTypeError(
@@ -1016,13 +1024,9 @@ def _is_integer(text: str) -> bool:
     return True
 
 
-def _is_not_genotypes(text: str) -> bool:
-    return not text.endswith((".bed", ".pgen", ".vcf", ".vcf.gz", ".vcf.bgz", ".bcf"))
-
-
 #: ``run``'s flags whose value is optional, and what a value of theirs looks like.
 _OPTIONAL_VALUES = {"--cv": _is_integer, "-B": _is_integer, "--bootstrap": _is_integer,
-                    "--supervised": _is_not_genotypes}
+                    "--supervised": lambda text: not _names_genotypes(text)}
 
 
 def _admixture_order(argv: list[str]) -> list[str]:

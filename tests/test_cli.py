@@ -210,6 +210,16 @@ class TestUsageErrors:
         ]
         assert list(tmp_path.iterdir()) == []
 
+    def test_run__input_after_minus_K_says_to_put_it_first(self, tmp_path, capsys):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", "-K", "3", str(tmp_path / "absent.bed")])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec run: error: argument -K/--K: not a K value or range: "
+            f"'{tmp_path / 'absent.bed'}'; -K takes every value after it, so give the "
+            "input before -K (see 'admixspec run --help')"
+        ]
+
     def test_plot__empty_K_range_is_usage_error(self, tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_info:
             main(["plot", str(tmp_path / "x"), "-K", "2,6-4", "-o", "x.png"])
