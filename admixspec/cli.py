@@ -638,6 +638,17 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
     return files, seconds
 
 
+def _admixture_results(log_lines) -> list[str]:
+    """The log's lines that ADMIXTURE prints on standard output and scripts read.
+
+    Its final ``Loglikelihood:`` and, with ``--cv``, ``CV error (K=k):``: the
+    manual's ``admixture --cv x.bed $K > log$K.out`` then ``grep -h CV
+    log*.out``. Progress stays on standard error.
+    """
+    final = [line for line in log_lines if line.startswith("Loglikelihood: ")][-1:]
+    return final + [line for line in log_lines if line.startswith("CV error (K=")]
+
+
 def _fit_and_write(args: argparse.Namespace) -> int:
     """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
@@ -688,6 +699,8 @@ def _fit_and_write(args: argparse.Namespace) -> int:
         write_all_or_none(files)
         logger.info("K=%d: wrote %s (%.1f s)", K,
                     ", ".join(sorted(path.name for path in files)), seconds)
+        for line in _admixture_results(result.log_lines):
+            print(line)
     if len(cv_errors) > 1:
         best = min(cv_errors, key=cv_errors.get)
         logger.info("Best K by cross-validation error: %d (CV error %.5f)", best,

@@ -325,6 +325,20 @@ class TestRunOutputs:
             assert (tmp_path / f"positional.{K}.Q").read_bytes() == (
                 tmp_path / f"flag.{K}.Q").read_bytes()
 
+    def test_run__prints_admixtures_result_lines_on_stdout(self, plink_fixture,
+                                                           tmp_path, capsys):
+        # the manual's `admixture --cv x.bed $K > log$K.out; grep -h CV log*.out`
+        code, out, _ = run(["run", "--cv", "2", plink_fixture, "2-3", "--out",
+                            tmp_path / "x", "-q", "-j", "1"], capsys)
+        assert code == 0
+        expected = []
+        for K in (2, 3):
+            log = (tmp_path / f"x.{K}.log").read_text().splitlines()
+            finals = [line for line in log if line.startswith("Loglikelihood: ")]
+            cv = [line for line in log if line.startswith(f"CV error (K={K}): ")]
+            expected += [finals[-1], *cv]
+        assert len(expected) == 4 and out.splitlines() == expected
+
     def test_run__bootstrap_bias_keeps_its_sign(self, plink_fixture, tmp_path, capsys):
         # Q_bias (replicate mean - estimate) is not a proportion: not clamped to
         # [1e-5, 1 - 1e-5] as .Q is.
