@@ -649,6 +649,19 @@ def _admixture_results(log_lines) -> list[str]:
     return final + [line for line in log_lines if line.startswith("CV error (K=")]
 
 
+def _print_lines(lines) -> bool:
+    """Print to standard output; False once its reader has gone (``| head -1``).
+
+    The run goes on without them: its results are the files.
+    """
+    try:
+        for line in lines:
+            print(line, flush=True)
+    except BrokenPipeError:
+        return False
+    return True
+
+
 def _fit_and_write(args: argparse.Namespace) -> int:
     """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
@@ -680,6 +693,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     provenance = {"command": command_line(args._argv), "seed": args.seed,
                   "source": args.input, "k_hint": hint}
     cv_errors = {}
+    stdout_open = True
     for K in Ks:
         start = time.perf_counter()
         logger.info("K=%d: fitting", K)
@@ -699,8 +713,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
         write_all_or_none(files)
         logger.info("K=%d: wrote %s (%.1f s)", K,
                     ", ".join(sorted(path.name for path in files)), seconds)
-        for line in _admixture_results(result.log_lines):
-            print(line)
+        stdout_open = stdout_open and _print_lines(_admixture_results(result.log_lines))
     if len(cv_errors) > 1:
         best = min(cv_errors, key=cv_errors.get)
         logger.info("Best K by cross-validation error: %d (CV error %.5f)", best,

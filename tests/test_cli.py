@@ -339,6 +339,20 @@ class TestRunOutputs:
             expected += [finals[-1], *cv]
         assert len(expected) == 4 and out.splitlines() == expected
 
+    def test_run__a_closed_stdout_does_not_stop_the_fits(self, plink_fixture, tmp_path,
+                                                         monkeypatch):
+        class Closed:  # `admixspec run ... | head -0`
+            def write(self, text):
+                raise BrokenPipeError(32, "Broken pipe")
+
+            def flush(self):
+                pass
+
+        monkeypatch.setattr(sys, "stdout", Closed())
+        assert main(["run", str(plink_fixture), "2-3", "--out", str(tmp_path / "x"),
+                     "-q", "-j", "1"]) == 0
+        assert (tmp_path / "x.2.Q").exists() and (tmp_path / "x.3.Q").exists()
+
     def test_run__bootstrap_bias_keeps_its_sign(self, plink_fixture, tmp_path, capsys):
         # Q_bias (replicate mean - estimate) is not a proportion: not clamped to
         # [1e-5, 1 - 1e-5] as .Q is.
