@@ -725,8 +725,12 @@ def _fit_and_write(args: argparse.Namespace) -> int:
 
 
 def _names_genotypes(text: str) -> bool:
-    """Whether a command-line word is a genotype file's name (by its suffix)."""
-    return text.endswith((".bed", ".pgen", ".vcf", ".vcf.gz", ".vcf.bgz", ".bcf"))
+    """Whether a command-line word names genotypes: by its suffix, or a PLINK
+    prefix whose ``.bed`` or ``.pgen`` exists."""
+    if text.endswith((".bed", ".pgen", ".vcf", ".vcf.gz", ".vcf.bgz", ".bcf", ".vcz")):
+        return True
+    return not text.startswith("-") and any(
+        Path(text + suffix).exists() for suffix in (".bed", ".pgen"))
 
 
 def _k_list(text: str) -> list[int]:
@@ -1050,25 +1054,35 @@ def _is_integer(text: str) -> bool:
     return True
 
 
-#: ``run``'s flags whose value is optional, and what a value of theirs looks like.
-_OPTIONAL_VALUES = {"--cv": _is_integer, "-B": _is_integer, "--bootstrap": _is_integer,
-                    "--supervised": lambda text: not _names_genotypes(text)}
+#: ``run``'s flags whose value, when given, is a count.
+_OPTIONAL_COUNTS = ("--cv", "-B", "--bootstrap")
 
 
 def _admixture_order(argv: list[str]) -> list[str]:
     """``run``'s arguments with ADMIXTURE's bare ``--cv data.bed 3`` made unambiguous.
 
     ADMIXTURE attaches these flags' values (``--cv=10``, ``-B2000``); argparse
-    would take the next argument, the input, as the value. A bare flag
-    followed by something that is not a value of its moves to the end, where
-    it takes its default.
+    would take the next argument, the input, as the value. A bare flag moves
+    to the end (before ``--``), where it takes its default: ``--cv``, ``-B``
+    or ``--bootstrap`` followed by something that is not a count, and
+    ``--supervised`` followed by the first word that names genotypes (the
+    input, not a population file).
     """
     if not argv or argv[0] != "run":
         return argv
-    bare = {i for i, flag in enumerate(argv[:-1])
-            if flag in _OPTIONAL_VALUES and not _OPTIONAL_VALUES[flag](argv[i + 1])}
-    return ([arg for i, arg in enumerate(argv) if i not in bare]
-            + [argv[i] for i in sorted(bare)])
+    end = argv.index("--") if "--" in argv else len(argv)
+    words = argv[:end]
+    first_input = next((i for i, word in enumerate(words) if _names_genotypes(word)),
+                       None)
+
+    def bare(i):
+        if words[i] in _OPTIONAL_COUNTS:
+            return not _is_integer(words[i + 1])
+        return words[i] == "--supervised" and i + 1 == first_input
+
+    moved = [i for i in range(len(words) - 1) if bare(i)]
+    return ([word for i, word in enumerate(words) if i not in moved]
+            + [words[i] for i in moved] + argv[end:])
 
 
 def parse_arguments(argv: list[str]) -> argparse.Namespace:

@@ -81,6 +81,12 @@ class TestParser:
             (["--supervised", "d.bed", "3"], ["d.bed", "-K", "3", "--supervised"]),
             (["--supervised", "d.pop", "d.bed", "3"],
              ["d.bed", "-K", "3", "--supervised", "d.pop"]),
+            (["--bootstrap", "d.vcz", "3"], ["d.vcz", "-K", "3", "--bootstrap"]),
+            # not ADMIXTURE's, and parsed as before: `--` ends the options, and a
+            # population file after the input stays --supervised's
+            (["-K", "3", "--cv", "--", "d.bed"], ["d.bed", "-K", "3", "--cv"]),
+            (["d.bed", "-K", "3", "--supervised", "ref.bed"],
+             ["d.bed", "-K", "3", "--supervised=ref.bed"]),
         ],
     )
     def test_run__admixture_command_lines_mean_what_they_mean_to_admixture(
@@ -328,7 +334,7 @@ class TestRunOutputs:
     def test_run__prints_admixtures_result_lines_on_stdout(self, plink_fixture,
                                                            tmp_path, capsys):
         # the manual's `admixture --cv x.bed $K > log$K.out; grep -h CV log*.out`
-        code, out, _ = run(["run", "--cv", "2", plink_fixture, "2-3", "--out",
+        code, out, _ = run(["run", "--cv", plink_fixture, "2-3", "--out",
                             tmp_path / "x", "-q", "-j", "1"], capsys)
         assert code == 0
         expected = []
