@@ -725,12 +725,15 @@ def _fit_and_write(args: argparse.Namespace) -> int:
 
 
 def _names_genotypes(text: str) -> bool:
-    """Whether a command-line word names genotypes: by its suffix, or a PLINK
-    prefix whose ``.bed`` or ``.pgen`` exists."""
-    if text.endswith((".bed", ".pgen", ".vcf", ".vcf.gz", ".vcf.bgz", ".bcf", ".vcz")):
-        return True
-    return not text.startswith("-") and any(
-        Path(text + suffix).exists() for suffix in (".bed", ".pgen"))
+    """Whether a command-line word names genotypes, as the reader would tell
+    (:func:`admixspec.io.reader.detect_format`: suffix, PLINK prefix, first bytes)."""
+    from .io.reader import detect_format
+
+    try:
+        detect_format(text)
+    except InputError:
+        return False
+    return True
 
 
 def _k_list(text: str) -> list[int]:
@@ -1072,8 +1075,8 @@ def _admixture_order(argv: list[str]) -> list[str]:
         return argv
     end = argv.index("--") if "--" in argv else len(argv)
     words = argv[:end]
-    first_input = next((i for i, word in enumerate(words) if _names_genotypes(word)),
-                       None)
+    first_input = None if "--supervised" not in words else next(
+        (i for i, word in enumerate(words) if _names_genotypes(word)), None)
 
     def bare(i):
         if words[i] in _OPTIONAL_COUNTS:
