@@ -70,6 +70,18 @@ the output.
     ``choice_grid.fits`` where not cached -- calibrated on replicate 1 and reported
     on 2-5: a cohort of 50 with a quarter unadmixed has about 4 per component,
     fewer than the threshold asks.
+``premise-absent``
+    A second look where the spectral premise is absent (the default fits
+    plain ML there): when ML's own Q has individuals at fewer than half of
+    its corners (the :data:`CORNER_RANK`-th highest proportion of a component
+    reaching 0.95 or 0.99), run the spectral stage and keep its estimate
+    when, in every component, its 1st or 3rd highest proportion stays under
+    a share (0.2-0.4) of the way from the simplex's centre to the corner. On
+    the grid's Balding-Nichols cells (calibrated on replicate 1, reported on
+    2-5; plain ML fitted here as the default's ``ml-svd`` and cached beside
+    the grid's fits), then on real array data: the HapMap3 tutorial (K = 2-5),
+    1000 Genomes phase 1 (K = 2-8) and its 379 Europeans (K = 2-5), where
+    the default must keep ML.
 
 Usage::
 
@@ -81,11 +93,13 @@ Usage::
     python benchmarks/choice_tried.py fresh
     python benchmarks/choice_tried.py transfer
     python benchmarks/choice_tried.py small
+    python benchmarks/choice_tried.py premise-absent
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -96,6 +110,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import choice_grid  # the grid's data sets and cached fits
+import peers  # the real data sets, the 1000 Genomes Europeans among them
 import realistic_suite
 
 from admixspec import (
@@ -490,18 +505,102 @@ def run_small(args):
                    items), flush=True)
 
 
+ML_CORNERS = (0.95, 0.99)
+SPREAD_RANKS = (1, 3)
+MAX_SPREADS = (0.2, 0.25, 0.3, 0.35, 0.4)
+
+
+def plain_ml_q(cell, replicate):
+    """Plain ML's Q on a grid data set (the default's ``ml-svd`` fit), cached."""
+    name = f"{choice_grid.cell_name(cell)}_{replicate}.npy"
+    path = choice_grid.CACHE / "plain_ml" / name
+    if not path.exists():
+        G, _ = choice_grid.load_data(cell, replicate)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Q = fit_ml(G, 3, seed=0, threads=1).Q
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, Q)
+    return np.load(path)
+
+
+def relative_reach(Q, rank):
+    """Per component, ``(q - 1/K) / (1 - 1/K)`` of its ``rank``-th highest proportion."""
+    centre = 1 / Q.shape[1]
+    return (corner_reach(Q, rank=rank) - centre) / (1 - centre)
+
+
+def second_look(Q_ml, Q_spectral, ml_corner, spread_rank, max_spread):
+    """(whether the spectral stage would run, whether its estimate would be kept)."""
+    looks = 2 * np.count_nonzero(corner_reach(Q_ml, rank=CORNER_RANK) >= ml_corner) \
+        < Q_ml.shape[1]
+    return looks, bool(looks and np.all(relative_reach(Q_spectral, spread_rank)
+                                        < max_spread))
+
+
+def run_premise_absent(args):
+    """The second look on the Balding-Nichols cells, then on real array data."""
+    items = []
+    for replicate in range(1, 6):
+        for cell in choice_grid.cells(("bn",)):
+            row = choice_grid.fits(cell, replicate)
+            _, Q_true = choice_grid.load_data(cell, replicate)
+            Q_ml = plain_ml_q(cell, replicate)
+            items.append((row, replicate, Q_ml, choice_grid.cached_fit(
+                cell, replicate)[1]["Q_spectral"], q_error(Q_true, Q_ml)))
+    print("| ML corner | spread rank | max spread | replicates | data sets | spectral "
+          "stage runs | switched (right) | within 1.1x | mean log ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for constants in itertools.product(ML_CORNERS, SPREAD_RANKS, MAX_SPREADS):
+        for label, wanted in (("1", {1}), ("2-5", {2, 3, 4, 5})):
+            ratios, runs, switched, right = [], 0, 0, 0
+            for row, replicate, Q_ml, Q_spectral, ml_error in items:
+                if replicate not in wanted:
+                    continue
+                looks, keep = second_look(Q_ml, Q_spectral, *constants)
+                error = row["spectral_error"] if keep else ml_error
+                ratios.append(error / min(row["spectral_error"], ml_error))
+                runs, switched = runs + looks, switched + keep
+                right += keep and row["spectral_error"] < ml_error
+            ratios = np.array(ratios)
+            print(f"| {constants[0]} | {constants[1]} | {constants[2]} | {label} | "
+                  f"{len(ratios)} | {runs} | {switched} ({right}) | "
+                  f"{np.mean(ratios <= 1.1):.3f} | {np.mean(np.log(ratios)):.4f} |",
+                  flush=True)
+    plain = np.array([ml / min(row["spectral_error"], ml)
+                      for row, _, _, _, ml in items])
+    print(f"plain ML everywhere: {len(plain)} data sets, within 1.1x "
+          f"{np.mean(plain <= 1.1):.3f}, mean log ratio {np.mean(np.log(plain)):.4f}")
+    for name, Ks in (("hapmap3", range(2, 6)), ("1kg", range(2, 9)),
+                     ("1kg-eur", range(2, 6))):
+        G = peers.load(name).dosage
+        for K in Ks:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Q_ml = fit_ml(G, K, seed=0, threads=1).Q
+                Q_spectral = fit_admixture(G, K, seed=0, refine=False, threads=1).Q
+            looks, keep = second_look(Q_ml, Q_spectral, 0.95, 3, 0.3)
+            print(json.dumps({
+                "data": name, "K": K, "ml_corner_reach":
+                    np.round(corner_reach(Q_ml, rank=CORNER_RANK), 3).tolist(),
+                "spectral_spread": np.round(relative_reach(Q_spectral, 3), 3).tolist(),
+                "spectral_stage_runs": bool(looks), "keeps_spectral": keep}),
+                flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps",
                                           "other-k", "fresh", "issue-cases", "transfer",
-                                          "small"))
+                                          "small", "premise-absent"))
     parser.add_argument("--K", type=int, default=5,
                         help="other-k: the grid's K (choice_grid.py fits --K)")
     args = parser.parse_args(argv)
     {"rules": run_rules, "mlfit": run_mlfit, "realdata": run_realdata,
      "snps": run_snps, "other-k": run_other_k, "fresh": run_fresh,
      "issue-cases": run_issue_cases,
-     "transfer": run_transfer, "small": run_small}[args.stage](args)
+     "transfer": run_transfer, "small": run_small,
+     "premise-absent": run_premise_absent}[args.stage](args)
 
 
 if __name__ == "__main__":
