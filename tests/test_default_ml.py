@@ -1,4 +1,4 @@
-"""The default's maximum-likelihood fit: plain ML's, with the spectral start screened."""
+"""The default's maximum-likelihood fit is plain ML's; fit_ml screens extra starts."""
 
 from __future__ import annotations
 
@@ -9,70 +9,56 @@ from admixspec import (
     fit_admixture,
     fit_ml,
     read_genotypes,
-    simulate_admixture,
     simulate_balding_nichols,
 )
-from admixspec.fit.default import _best_ml_fit
-from admixspec.fit.result import FitLog
 
 from .conftest import HAPMAP3, require_realdata
 
 
-def _best(G, K, Q0, *, screen=True, seed=0):
-    log = FitLog()
-    fit, diagnostics = _best_ml_fit(G, K, {"spectral estimate": (Q0, None)},
-                                    screen=screen, tol=1e-4, max_iter=1000, seed=seed,
-                                    threads=None, log=log)
-    return fit, diagnostics, log
+def _polymorphic(dosage):
+    """The SNPs a fit uses (fit_admixture leaves monomorphic ones out)."""
+    alleles = dosage.sum(axis=0)
+    return dosage[:, (alleles > 0) & (alleles < 2 * dosage.shape[0])]
 
 
-class TestDefaultML:
-    def test_default__names_the_start_it_continued(self):
-        # rare alleles and anchors: ML chosen after the spectral stage
-        sim = simulate_admixture(50, 3, alpha=0.1, n_snps=10_000, seed=1)
-        default = fit_admixture(sim.genotypes, 3, seed=0)
-        labels = default.diagnostics["ml_starts"]
-        assert default.path == "spectral+ml"
-        assert default.diagnostics["ml_start"] in labels
-        assert labels[-1] == "spectral estimate"
-        line = next(x for x in default.log_lines if x.startswith("ML starts screened: "))
-        assert line.endswith(f"continued the {default.diagnostics['ml_start']}")
-        # one fit: the likelihood stage is that fit's time
-        assert default.converged
-
+class TestExtraStarts:
     @pytest.mark.parametrize("seed", [2, 3, 4])
     def test_screen__never_below_plain_ml(self, seed):
-        # a poor spectral start (random proportions) is screened out, and the fit
+        # a poor extra start (random proportions) is screened out, and the fit
         # is plain ML's own; the truth as the start may win, never to end lower
         sim = simulate_balding_nichols(120, 3000, 4, fst=0.1, alpha=0.3, seed=seed)
         G = sim.genotypes.dosage
         plain = fit_ml(G, 4, seed=0)
         poor = np.random.default_rng(seed).dirichlet(np.ones(4), size=120)
-        fit, diagnostics, _ = _best(G, 4, poor)
-        assert diagnostics["ml_start"] != "spectral estimate"
+        fit = fit_ml(G, 4, seed=0, extra_starts=[(poor, None)])
+        assert fit.diagnostics["start"] < fit.diagnostics["starts"] - 1
         assert fit.loglik == plain.loglik
         np.testing.assert_array_equal(fit.Q, plain.Q)
-        fit, _, _ = _best(G, 4, sim.Q)
+        fit = fit_ml(G, 4, seed=0, extra_starts=[(sim.Q, None)])
         assert fit.loglik >= plain.loglik - 1e-9 * abs(plain.loglik)
 
     def test_screen__costs_one_fit(self):
-        # the spectral start adds its screen to plain ML's passes: its first
-        # map (1 pass) and one accelerated iteration (2), not a fit
+        # an extra start adds its screen to plain ML's passes: its first map
+        # (1 pass) and one accelerated iteration (2), not a fit
         sim = simulate_balding_nichols(100, 3000, 3, fst=0.1, alpha=0.5, seed=6)
         G = sim.genotypes.dosage
         poor = np.random.default_rng(0).dirichlet(np.ones(3), size=100)
-        fit, _, _ = _best(G, 3, poor)
+        fit = fit_ml(G, 3, seed=0, extra_starts=[(poor, None)])
         plain = fit_ml(G, 3, seed=0)
         assert fit.n_passes == plain.n_passes + 3
 
-    def test_refine__climbs_from_the_spectral_estimate_only(self):
+
+class TestDefaultML:
+    def test_refine__climbs_from_the_spectral_estimate(self):
+        # asked for (refine=True), the spectral estimate is ML's one start
         sim = simulate_balding_nichols(60, 2000, 2, fst=0.2, alpha=0.5, seed=3)
-        result = fit_admixture(sim.genotypes, 2, seed=0, refine=True)
-        assert result.path == "spectral+ml"
-        assert "ml_starts" not in result.diagnostics
-        fit, diagnostics, log = _best(sim.genotypes.dosage, 2, sim.Q, screen=False)
-        assert diagnostics == {} and fit.init == "given Q"
-        assert not any(x.startswith("ML starts") for x in log.lines)
+        spectral = fit_admixture(sim.genotypes, 2, seed=0, refine=False)
+        refined = fit_admixture(sim.genotypes, 2, seed=0, refine=True)
+        assert refined.path == "spectral+ml"
+        direct = fit_ml(_polymorphic(sim.genotypes.dosage), 2, Q0=spectral.Q, seed=0)
+        np.testing.assert_array_equal(refined.Q, direct.Q)
+        plain = fit_admixture(sim.genotypes, 2, seed=0, init="svd")
+        assert not np.array_equal(refined.Q, plain.Q)
 
 
 @pytest.mark.slow

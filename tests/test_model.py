@@ -18,7 +18,6 @@ from admixspec.core.metrics import q_error
 from admixspec.fit.admixture import fit_admixture
 from admixspec.fit.default import rare_allele_share
 from admixspec.ml.likelihood import loglikelihood
-from admixspec.ml.refine import fit_ml
 
 from .reference import simulate_structured
 
@@ -104,33 +103,19 @@ class TestRefinementDecision:
         assert reason == choice["reason"]
         assert f"Refine reason: {reason}" in default.log_lines
 
-    def test_default_ml__is_plain_ml_with_the_spectral_start_screened(self):
+    def test_default_ml__is_plain_ml_bit_for_bit(self):
         # the default's ML after the spectral stage (the seed paper's setting at
-        # alpha = 0.1: rare alleles, anchors) is one fit: plain ML's (as --init
-        # svd, same seed), with the spectral estimate screened beside its SVD
-        # starts; it ends at or above plain ML's optimum (tests/test_default_ml.py
-        # has the rest)
+        # alpha = 0.1: rare alleles, anchors) is one fit, plain ML's own (as
+        # --init svd, same seed): the spectral estimate decided the estimator
         sim = simulate_admixture(50, 3, alpha=0.1, n_snps=10_000, seed=1)
         default = fit_admixture(sim.genotypes, 3, seed=0)
-        # monomorphic SNPs are left out of the fit (their P is their observed
-        # frequency), so plain ML is fitted on the polymorphic ones
-        dosage = sim.genotypes.dosage
-        alleles = dosage.sum(axis=0)
-        polymorphic = (alleles > 0) & (alleles < 2 * dosage.shape[0])
-        plain = fit_ml(dosage[:, polymorphic], 3, seed=0)
-        starts = default.diagnostics["ml_starts"]
+        plain = fit_admixture(sim.genotypes, 3, seed=0, init="svd")
         assert default.path == "spectral+ml"
-        assert starts[-1] == "spectral estimate"
-        assert all(name.startswith("SVD start ") for name in starts[:-1])
-        # both on the same SNPs by the same function (the engine's own record
-        # sums in another order)
-        assert loglikelihood(dosage[:, polymorphic], default.Q,
-                             default.P[polymorphic]) >= loglikelihood(
-            dosage[:, polymorphic], plain.Q, plain.P)
-        if default.diagnostics["ml_start"] != "spectral estimate":
-            # the same start continued: plain ML's fit itself
-            np.testing.assert_array_equal(default.Q, plain.Q)
-        assert any(line.startswith("ML starts screened: ") for line in default.log_lines)
+        assert plain.path == "ml-svd"
+        np.testing.assert_array_equal(default.Q, plain.Q)
+        np.testing.assert_array_equal(default.P, plain.P)
+        assert default.loglik == plain.loglik
+        assert "spectral" in default.timings
 
     @pytest.mark.parametrize(("refine", "path"), [(True, "spectral+ml"),
                                                   (False, "spectral")])

@@ -683,8 +683,7 @@ def fit_ml(
     extra_starts : sequence of (Q0, P0)
         Further given starts, screened after the others (``accel="newton"``
         only); either array of a pair may be None (completed as ``Q0``/``P0``
-        are). The default estimator passes the spectral estimate here, beside
-        plain ML's own starts. The result's ``diagnostics["start"]`` says
+        are). The result's ``diagnostics["start"]`` says
         which start the fit continued (``0`` is the first; the extra starts
         come last) and ``diagnostics["starts"]`` how many were screened.
     secants : int, optional
