@@ -229,7 +229,7 @@ def _choose_and_fit(G, K, Q, *, rare_share, refine, tol, max_iter, seed, threads
         # Chosen by the rule, the fit is plain ML's own (its SVD starts). The
         # spectral estimate, once screened beside them, won the screen on 33 of
         # 60 mosaic data sets but every fit ended at plain ML's optimum (within
-        # 5e-5 log-likelihood units), in 9.5% more time (docs/benchmarks.md).
+        # 5e-5 log-likelihood units), in 9.8% more time (docs/benchmarks.md).
         # Asked for (refine=True), it is the start.
         ml = fit_ml(G, K, Q0=None if refine == "auto" else Q, tol=tol,
                     max_iter=max_iter, seed=seed, callback=log.iteration,
