@@ -55,6 +55,7 @@ class TestDefaultML:
         spectral = fit_admixture(sim.genotypes, 2, seed=0, refine=False)
         refined = fit_admixture(sim.genotypes, 2, seed=0, refine=True)
         assert refined.path == "spectral+ml"
+        assert "ML start: the spectral estimate (--refine)" in refined.log_lines
         direct = fit_ml(_polymorphic(sim.genotypes.dosage), 2, Q0=spectral.Q, seed=0)
         np.testing.assert_array_equal(refined.Q, direct.Q)
         plain = fit_admixture(sim.genotypes, 2, seed=0, init="svd")

@@ -116,6 +116,9 @@ class TestRefinementDecision:
         np.testing.assert_array_equal(default.P, plain.P)
         assert default.loglik == plain.loglik
         assert "spectral" in default.timings
+        start = "plain maximum likelihood's own (its SVD + ALS starts, as --init svd)"
+        assert default.diagnostics["ml_start"] == start
+        assert f"ML start: {start}" in default.log_lines
 
     @pytest.mark.parametrize(("refine", "path"), [(True, "spectral+ml"),
                                                   (False, "spectral")])

@@ -231,6 +231,9 @@ def _choose_and_fit(G, K, Q, *, rare_share, refine, tol, max_iter, seed, threads
         # 60 mosaic data sets but every fit ended at plain ML's optimum (within
         # 5e-5 log-likelihood units), in 9.8% more time (docs/benchmarks.md).
         # Asked for (refine=True), it is the start.
+        diagnostics["ml_start"] = ("plain maximum likelihood's own (its SVD + ALS "
+                                   "starts, as --init svd)" if refine == "auto"
+                                   else "the spectral estimate (--refine)")
         ml = fit_ml(G, K, Q0=None if refine == "auto" else Q, tol=tol,
                     max_iter=max_iter, seed=seed, callback=log.iteration,
                     threads=threads)
@@ -284,6 +287,8 @@ def _log_spectral(log, path, diagnostics):
     for key in ("refine_reason", "fallback_reason"):
         if key in d:
             log.add(f"{key.replace('_', ' ').capitalize()}: {d[key]}")
+    if "ml_start" in d:
+        log.add(f"ML start: {d['ml_start']}")
 
 
 def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads,
