@@ -114,6 +114,7 @@ from admixspec.fit.choice import (
     MIN_RARE_SHARE,
     choose_estimator,
 )
+from admixspec.fit.monomorphic import monomorphic_snps
 from admixspec.ml.project import maximize_p
 from admixspec.simulate import _dirichlet_rows as dirichlet_rows  # the bn cells' draw
 
@@ -426,9 +427,7 @@ def run_spectral_start(args):
     rows = []
     for cell, replicate in stage_datasets(args):
         dosage, Q_true = load_data(cell, replicate)
-        called = dosage >= 0  # the SNPs the default fits: polymorphic ones
-        alleles = np.where(called, dosage, 0).sum(axis=0)
-        dosage = dosage[:, (alleles > 0) & (alleles < 2 * called.sum(axis=0))]
+        dosage = dosage[:, ~monomorphic_snps(dosage)[0]]  # the SNPs the default fits
         default = _quiet(fit_admixture, dosage, K, seed=0, threads=1)
         if default.path != "spectral+ml":
             continue

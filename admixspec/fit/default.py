@@ -234,10 +234,9 @@ def _choose_and_fit(G, K, Q, *, rare_share, refine, tol, max_iter, seed, threads
         diagnostics["ml_start"] = ("plain maximum likelihood's own (its SVD + ALS "
                                    "starts, as --init svd)" if refine == "auto"
                                    else "the spectral estimate (--refine)")
-        ml = fit_ml(G, K, Q0=None if refine == "auto" else Q, tol=tol,
-                    max_iter=max_iter, seed=seed, callback=log.iteration,
-                    threads=threads)
-        return Outcome("spectral+ml", ml, None, None, None, diagnostics, timings)
+        return _ml_fit(G, K, "spectral+ml", Q0=None if refine == "auto" else Q,
+                       diagnostics=diagnostics, timings=timings, tol=tol,
+                       max_iter=max_iter, seed=seed, threads=threads, log=log)
     clock = time.perf_counter()
     P, loglik, n_p = maximize_p(G, Q, threads=threads)
     timings["p_given_q"] = time.perf_counter() - clock
@@ -245,11 +244,12 @@ def _choose_and_fit(G, K, Q, *, rare_share, refine, tol, max_iter, seed, threads
     return Outcome("spectral", None, Q, P, loglik, diagnostics, timings)
 
 
-def _plain_ml(G, K, path, *, tol, max_iter, seed, threads, log, diagnostics=None,
-              timings=None) -> Outcome:
-    """Plain maximum likelihood (:func:`fit_ml` from its SVD starts) as path ``path``."""
-    ml = fit_ml(G, K, tol=tol, max_iter=max_iter, seed=seed, callback=log.iteration,
-                threads=threads)
+def _ml_fit(G, K, path, *, tol, max_iter, seed, threads, log, Q0=None,
+            diagnostics=None, timings=None) -> Outcome:
+    """Maximum likelihood (:func:`fit_ml`) as path ``path``: plain ML from its SVD
+    starts, or from ``Q0``."""
+    ml = fit_ml(G, K, Q0=Q0, tol=tol, max_iter=max_iter, seed=seed,
+                callback=log.iteration, threads=threads)
     return Outcome(path, ml, None, None, None, diagnostics or {}, timings or {})
 
 
@@ -260,14 +260,14 @@ def _ml_without_spectral(G, K, choice: EstimatorChoice, **fit) -> Outcome:
     whatever the spectral Q, and that Q would only be one more start, which
     never won the screen on such data (HapMap3 K = 3-5, 1000 Genomes K = 5:
     docs/benchmarks.md): the spectral stage is skipped and the fit is plain
-    ML's for the same seed, bit for bit. ``fit``: :func:`_plain_ml`'s options.
+    ML's for the same seed, bit for bit. ``fit``: :func:`_ml_fit`'s options.
     """
     logger.info("refinement: yes (%s)", choice.reason)
     diagnostics = {"rare_allele_share": choice.statistics["rare_allele_share"],
                    "choice": choice.record(), "refine": True,
                    "refine_reason": choice.reason}
-    return _plain_ml(G, K, "ml-svd", diagnostics=diagnostics,
-                     timings={"choice": choice.seconds}, **fit)
+    return _ml_fit(G, K, "ml-svd", diagnostics=diagnostics,
+                   timings={"choice": choice.seconds}, **fit)
 
 
 def _log_spectral(log, path, diagnostics):
@@ -334,7 +334,7 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
         if spectral.Q is None:
             logger.warning("spectral estimate unavailable (%s); maximum likelihood "
                            "from the SVD start", diagnostics["fallback_reason"])
-            outcome = _plain_ml(G, K, "ml-fallback", **fit)
+            outcome = _ml_fit(G, K, "ml-fallback", **fit)
         else:
             outcome = _choose_and_fit(G, K, spectral.Q, rare_share=rare_share,
                                       refine=refine, **fit)
