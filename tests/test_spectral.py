@@ -225,6 +225,20 @@ class TestSearchCriteria:
         np.testing.assert_allclose(infeasibility(candidates, subsets), expected,
                                    rtol=1e-10)
 
+    @pytest.mark.parametrize("closeness", [1e-2, 1e-5])
+    def test_infeasibility__is_the_pseudo_inverse_score_of_ill_conditioned_subsets(
+            self, closeness):
+        # Gram condition numbers about 1e5 (the Cholesky kernel's) and 1e11
+        # (beyond its bound: the eigendecomposition's pseudo-inverse)
+        rng = np.random.default_rng(6)
+        candidates = rng.standard_normal((6, 50))
+        candidates[5] = candidates[0] + closeness * rng.standard_normal(50)
+        subsets = np.array(list(itertools.combinations(range(6), 4)))
+        expected = [np.maximum(-(Q := np.linalg.pinv(candidates[rows].T).T), 0).sum()
+                    + np.abs(Q.sum(axis=1) - 1).sum() for rows in subsets]
+        np.testing.assert_allclose(infeasibility(candidates, subsets), expected,
+                                   rtol=1e-6)
+
     def test_binomial_loglik__is_the_binomial_pmf_over_observed_calls(self):
         from scipy.special import comb
         from scipy.stats import binom

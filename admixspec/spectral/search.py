@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.exceptions import UsageError
 from ..core.parameters import P_MAX, P_MIN, simplex_projection
+from ._kernels.feasibility import subset_infeasibility
 from ._kernels.likelihood import subset_logliks
 
 __all__ = [
@@ -98,12 +99,14 @@ def infeasibility(vectors, subsets):
     negative mass plus the total deviation of row sums from one; it needs no
     genotypes, so it is cheap for every subset.
 
-    For a subset of full rank ``pinv(V_S^T)^T = V_S^T (V_S V_S^T)^-1``: one
-    K x K eigendecomposition of the candidates' Gram matrix per subset
-    instead of an m x K singular value decomposition: about twice as fast,
-    equal to 4e-16 relative (docs/benchmarks.md, "The spectral stage on small
-    cohorts"). A subset whose Gram matrix is ill-conditioned
-    (:data:`_GRAM_RCOND`) takes the decomposition's pseudo-inverse.
+    For a subset of full rank ``pinv(V_S^T)^T = V_S^T (V_S V_S^T)^-1``: a
+    numba kernel inverts each subset's K x K Gram matrix by its Cholesky
+    factor and sums the score in one pass over the individuals
+    (:func:`admixspec.spectral._kernels.feasibility.subset_infeasibility`;
+    docs/benchmarks.md, "The subset search in numba"). A subset whose Gram
+    matrix may be ill-conditioned (1-norm condition number at least half of
+    ``1 / _GRAM_RCOND``, a bound on the 2-norm's) takes the eigendecomposition,
+    and below :data:`_GRAM_RCOND` its pseudo-inverse.
 
     Parameters
     ----------
@@ -115,9 +118,26 @@ def infeasibility(vectors, subsets):
     numpy.ndarray, shape (b,)
         Zero for a feasible subset; larger is worse.
     """
+    vectors = np.ascontiguousarray(vectors, dtype=np.float64)
+    subsets = np.ascontiguousarray(subsets, dtype=np.int64)
+    gram = vectors @ vectors.T
+    out = np.empty(len(subsets))
+    unsure = np.empty(len(subsets), dtype=bool)
+    # kappa_2 <= kappa_1, so a subset under half the bound is well inside it
+    subset_infeasibility(vectors, gram, subsets, 0.5 / _GRAM_RCOND, out, unsure)
+    if unsure.any():
+        out[unsure] = _infeasibility_by_eigh(vectors, gram, subsets[unsure])
+    return out
+
+
+def _infeasibility_by_eigh(vectors, gram, subsets):
+    """:func:`infeasibility` through each subset's Gram eigendecomposition.
+
+    For the subsets the kernel leaves unsure (ill-conditioned or singular
+    Gram matrices), which take the pseudo-inverse below :data:`_GRAM_RCOND`.
+    """
     out = np.empty(len(subsets))
     m = vectors.shape[1]
-    gram = vectors @ vectors.T
     batch = max(1, _BATCH_FLOATS // (4 * m * subsets.shape[1] + 1))
     for start in range(0, len(subsets), batch):
         chosen_rows = subsets[start : start + batch]
@@ -205,13 +225,7 @@ def _swap_descent(score, c, k, starts):
         if current not in seen:
             seen[current] = score(np.array([current]))[0]
         while True:
-            members = set(current)
-            neighbours = {
-                tuple(sorted(current[:i] + (j,) + current[i + 1 :]))
-                for i in range(k)
-                for j in range(c)
-                if j not in members
-            }
+            neighbours = _swaps(current, c)
             fresh = [n for n in neighbours if n not in seen]
             if fresh:
                 seen.update(zip(fresh, score(np.array(fresh)), strict=True))
@@ -220,6 +234,18 @@ def _swap_descent(score, c, k, starts):
                 break
             current = best
     return seen
+
+
+def _swaps(current, c):
+    """Every sorted subset one swap from ``current`` (a sorted tuple), as tuples."""
+    members = np.array(current)
+    outside = np.setdiff1d(np.arange(c), members)
+    k = len(members)
+    neighbours = np.repeat(members[None, :], k * len(outside), axis=0)
+    neighbours[np.arange(len(neighbours)), np.repeat(np.arange(k), len(outside))] = (
+        np.tile(outside, k))
+    neighbours.sort(axis=1)
+    return list(map(tuple, neighbours.tolist()))
 
 
 def search_subsets(
