@@ -14,11 +14,14 @@ from admixspec import (
 )
 from admixspec.fit.choice import (
     ANCHOR_RADIUS,
+    CLUSTER_EXCESS,
     CORNER_RANK,
     CORNER_REACH,
+    MAX_SPREAD,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
     choose_estimator,
+    cluster_excess,
     corner_reach,
     extreme_neighbours,
     premise_absent,
@@ -153,8 +156,9 @@ class TestGeometry:
 class TestAgainstTruth:
     def test_balding_nichols__chooses_ml_which_beats_the_biased_spectral_estimate(self):
         # few rare alleles: the spectral premise is absent, so the default skips
-        # the spectral stage and its fit is plain ML's, bit for bit
-        sim = simulate_balding_nichols(60, 4000, 3, fst=0.1, alpha=1.0, seed=5)
+        # the spectral stage (ML reaches its corners) and its fit is plain ML's,
+        # bit for bit
+        sim = simulate_balding_nichols(60, 4000, 3, fst=0.1, alpha=0.1, seed=5)
         spectral, ml, default = _three_ways(sim.genotypes, 3)
         assert default.diagnostics["choice"]["statistics"]["rare_allele_share"] < \
             MIN_RARE_SHARE
@@ -169,6 +173,45 @@ class TestAgainstTruth:
         assert default.loglik == plain.loglik
         assert q_error(sim.Q, ml.Q) < 0.8 * q_error(sim.Q, spectral.Q)
         assert q_error(sim.Q, default.Q) < 0.8 * q_error(sim.Q, spectral.Q)
+
+    def test_balding_nichols_second_look__keeps_ml_where_the_spectral_q_is_spread(self):
+        # ML reaches no corner of an admixed cloud, so the spectral stage runs;
+        # its estimate puts individuals near the corners too, and ML stays
+        sim = simulate_balding_nichols(60, 4000, 3, fst=0.1, alpha=1.0, seed=10)
+        spectral, ml, default = _three_ways(sim.genotypes, 3)
+        statistics = default.diagnostics["choice"]["statistics"]
+        assert default.path == "ml-svd"
+        assert statistics["ml_components_at_corner"] < 2
+        assert statistics["cluster_excess"] <= CLUSTER_EXCESS
+        assert max(statistics["spectral_spread"]) >= MAX_SPREAD
+        assert "spectral" in default.timings
+        assert "Spectral stage: run for the second look" in "\n".join(default.log_lines)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            plain = fit_admixture(sim.genotypes, 3, seed=0, init="svd")
+        np.testing.assert_array_equal(default.Q, plain.Q)
+        assert q_error(sim.Q, default.Q) < 0.8 * q_error(sim.Q, spectral.Q)
+
+    def test_balding_nichols_second_look__keeps_spectral_which_beats_ml(self):
+        # Dirichlet(10): nobody near-unadmixed, and ML's Q runs to the corners
+        sim = simulate_balding_nichols(200, 4000, 3, fst=0.1, alpha=10.0, seed=3)
+        spectral, ml, default = _three_ways(sim.genotypes, 3)
+        statistics = default.diagnostics["choice"]["statistics"]
+        assert statistics["rare_allele_share"] < MIN_RARE_SHARE
+        assert default.path == "spectral"
+        assert default.diagnostics["choice"]["estimator"] == "spectral"
+        np.testing.assert_array_equal(default.Q, spectral.Q)
+        assert q_error(sim.Q, spectral.Q) < 0.8 * q_error(sim.Q, ml.Q)
+
+    def test_cluster_excess__tells_populations_from_one_admixed_cloud(self):
+        populations = simulate_balding_nichols(150, 4000, 3, fst=0.1, alpha=0.1,
+                                               seed=1)
+        cloud = simulate_balding_nichols(150, 4000, 3, fst=0.1, alpha=10.0, seed=1)
+        clustered, excess = cluster_excess(populations.genotypes.dosage, 3, seed=0)
+        assert excess > 2 * CLUSTER_EXCESS and clustered > 0.8
+        assert cluster_excess(cloud.genotypes.dosage, 3, seed=0)[1] <= CLUSTER_EXCESS
+        assert cluster_excess(cloud.genotypes.dosage, 3, seed=0) == \
+            cluster_excess(cloud.genotypes.dosage, 3, seed=0)
 
     def test_coalescent_with_anchors__chooses_ml_which_beats_spectral(self):
         # the seed paper's setting at alpha = 0.1: most individuals near-unadmixed

@@ -51,11 +51,23 @@ So the rule asks three questions that need no refit:
    the replicates and on the K = 5 grid that no calibration saw
    (docs/method.md).
 
-Every statistic comes from what the spectral stage has already computed (its Q
-and the allele counts), so the choice costs a few milliseconds and no pass
-over the genotypes. The thresholds were calibrated on replicate 1 of
-benchmarks/choice_grid.py and replicate 1 of the realistic suite and reported
-on the other replicates (docs/method.md, "Choosing the estimator").
+Where the first question answers maximum likelihood, the answer is checked
+once it is fitted (:func:`second_look`). Without anchors ML runs to the
+corners on any data (Balding-Nichols drift at Dirichlet(10): Q error up to 3x
+the spectral estimate's), so when plain ML's Q reaches fewer than half of its
+corners (:data:`ML_CORNER`), the individuals form a single unclustered cloud
+(:func:`cluster_excess` at most :data:`CLUSTER_EXCESS`) and the spectral
+estimate puts nobody near a corner either (:data:`MAX_SPREAD`), the spectral
+estimate is kept. The cluster gate is what keeps real array data with
+populations in them (HapMap3, 1000 Genomes and its Europeans: excess
+0.2-0.4) on maximum likelihood.
+
+The anchor statistics come from what the spectral stage has already computed
+(its Q and the allele counts), so that choice costs a few milliseconds and no
+pass over the genotypes; the second look reads a sample of them. The
+thresholds were calibrated on replicate 1 of benchmarks/choice_grid.py and
+replicate 1 of the realistic suite and reported on the other replicates
+(docs/method.md, "Choosing the estimator").
 """
 
 from __future__ import annotations
@@ -68,14 +80,19 @@ import numpy as np
 __all__ = [
     "ANCHOR_RADIUS",
     "CORNER_RANK",
+    "CLUSTER_EXCESS",
     "CORNER_REACH",
+    "MAX_SPREAD",
     "MIN_NEAR_EXTREME",
+    "ML_CORNER",
     "MIN_RARE_SHARE",
     "EstimatorChoice",
     "choose_estimator",
+    "cluster_excess",
     "corner_reach",
     "extreme_neighbours",
     "premise_absent",
+    "second_look",
     "successive_projection",
 ]
 
@@ -105,6 +122,33 @@ MIN_NEAR_EXTREME = 10
 CORNER_RANK = 5
 #: Spectral proportion the :data:`CORNER_RANK`-th individual must reach.
 CORNER_REACH = 0.76
+#: Proportion the :data:`CORNER_RANK`-th individual of plain ML's Q must reach
+#: for its component to count as at its corner; the second look runs when
+#: fewer than half do.
+ML_CORNER = 0.95
+#: Largest excess of the individuals' k-means R^2 over a Gaussian sample's
+#: (:func:`cluster_excess`) for the second look to go on. Measured (K = 3,
+#: docs/benchmarks.md): the Balding-Nichols data sets where the spectral
+#: estimate was better 0.00-0.07, HapMap3, 1000 Genomes and its 379 Europeans
+#: 0.21-0.41 (the Europeans at K = 3: 0.36).
+CLUSTER_EXCESS = 0.1
+#: Rank of the spectral proportion that the second look compares with
+#: :data:`MAX_SPREAD`.
+SPREAD_RANK = 3
+#: Largest share of the way from the simplex's centre to a corner that the
+#: :data:`SPREAD_RANK`-th highest spectral proportion may reach, in every
+#: component, for the second look to keep the spectral estimate. With
+#: :data:`ML_CORNER`, calibrated on replicate 1 of the grid's Balding-Nichols
+#: cells (shares 0.25-0.35 choose the better estimator on all 45) and reported
+#: on replicates 2-5 (``benchmarks/choice_tried.py premise-absent``).
+MAX_SPREAD = 0.3
+#: Individuals and SNPs sampled for :func:`cluster_excess` (as the K hint's).
+CLUSTER_INDIVIDUALS = 1_000
+CLUSTER_SNPS = 20_000
+#: Most individuals for which the default takes the second look: its spectral
+#: stage holds individuals x individuals moments, which the default keeps to
+#: a reference of this size (:data:`admixspec.fit.reference.DEFAULT_REFERENCE_SIZE`).
+SECOND_LOOK_INDIVIDUALS = 5_000
 
 
 @dataclass
@@ -367,3 +411,204 @@ def choose_estimator(Q_spectral, rare_share, *, min_rare_share=MIN_RARE_SHARE,
                   "keeping the spectral estimate")
     return EstimatorChoice(estimator, reason, statistics, thresholds,
                            time.perf_counter() - clock)
+
+
+def principal_scores(dosage, d, *, rng, max_individuals=CLUSTER_INDIVIDUALS,
+                     max_snps=CLUSTER_SNPS):
+    """The top ``d`` principal components of standardised genotypes, on a sample.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
+        -1 where missing (filled with the SNP's mean).
+    d : int
+    rng : numpy.random.Generator
+        Draws the sampled individuals and SNPs.
+    max_individuals, max_snps : int
+        Sample sizes (all when there are fewer).
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (min(n_individuals, max_individuals), d)
+        Scores: eigenvectors of the individuals' genetic relationship matrix,
+        each times the square root of its eigenvalue.
+    """
+    m, n = dosage.shape
+    rows = np.sort(rng.choice(m, size=min(m, max_individuals), replace=False))
+    columns = np.sort(rng.choice(n, size=min(n, max_snps), replace=False))
+    block = dosage[np.ix_(rows, columns)].astype(np.float64)
+    missing = block < 0
+    block[missing] = 0.0
+    observed = np.maximum((~missing).sum(axis=0), 1)
+    frequency = block.sum(axis=0) / (2 * observed)
+    variable = (frequency > 0.01) & (frequency < 0.99)
+    block, frequency = block[:, variable], frequency[variable]
+    block -= 2 * frequency
+    block[missing[:, variable]] = 0.0  # the SNP's mean, once centred
+    block /= np.sqrt(2 * frequency * (1 - frequency))
+    from scipy.linalg import eigh  # SciPy's import is deferred to its use
+
+    relationship = block @ block.T / max(block.shape[1], 1)
+    size = len(relationship)
+    values, vectors = eigh(relationship, subset_by_index=(max(size - d, 0), size - 1))
+    return vectors[:, ::-1] * np.sqrt(np.maximum(values[::-1], 0.0))
+
+
+def kmeans_r2(X, k, *, seed, restarts=10):
+    """Share of ``X``'s variance between the best of ``restarts`` k-means partitions.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, float, shape (n, d)
+    k : int
+    seed : int
+    restarts : int
+
+    Returns
+    -------
+    float
+        ``1 - within / total`` sums of squares (0 for a constant ``X``).
+    """
+    from scipy.cluster.vq import kmeans2  # SciPy's import is deferred to its use
+
+    centred = X - X.mean(axis=0)
+    total = float(np.sum(centred**2))
+    if total == 0.0:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    within = np.inf
+    for _ in range(restarts):
+        centroids, labels = kmeans2(centred, k, minit="++", seed=rng)
+        within = min(within, float(np.sum((centred - centroids[labels]) ** 2)))
+    return 1.0 - within / total
+
+
+def cluster_excess(dosage, K, *, seed=None):
+    """How much more clustered the individuals are than a Gaussian cloud.
+
+    The k-means R^2 (:func:`kmeans_r2`, K clusters) of the individuals' top
+    K - 1 principal components (:func:`principal_scores`) minus that of as
+    many draws from a standard normal distribution in K - 1 dimensions.
+    Populations give clusters (HapMap3 at K = 3: R^2 0.96 against 0.55); a
+    Dirichlet cloud of admixed individuals with no population in it gives
+    about the Gaussian's.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
+    K : int
+    seed : int, optional
+
+    Returns
+    -------
+    r2, excess : float
+    """
+    rng = np.random.default_rng(seed)
+    scores = principal_scores(dosage, K - 1, rng=rng)
+    r2 = kmeans_r2(scores, K, seed=seed)
+    gaussian = kmeans_r2(rng.standard_normal(scores.shape), K, seed=seed)
+    return r2, r2 - gaussian
+
+
+def _share_to_corner(Q, rank):
+    """Per component, how far its ``rank``-th highest proportion is from the
+    simplex's centre (0) towards the corner (1)."""
+    centre = 1.0 / Q.shape[1]
+    return (corner_reach(Q, rank=rank) - centre) / (1.0 - centre)
+
+
+def second_look(Q_ml, first: EstimatorChoice, *, excess=None, Q_spectral=None,
+                skipped=None, ml_corner=ML_CORNER, corner_rank=CORNER_RANK,
+                max_excess=CLUSTER_EXCESS, spread_rank=SPREAD_RANK,
+                max_spread=MAX_SPREAD) -> tuple[str, EstimatorChoice]:
+    """Whether to keep plain ML's fit where the premise was absent (module notes).
+
+    Asked in three steps by the default, each needing what the one before
+    decided to compute: with ``Q_ml`` alone, whether its corners are reached
+    (answer ``"ml"``) or ``"cluster"`` (compute :func:`cluster_excess`); with
+    ``excess``, ``"ml"`` or ``"spectral-stage"`` (run it); with
+    ``Q_spectral`` too, ``"ml"`` or ``"spectral"``.
+
+    Parameters
+    ----------
+    Q_ml : numpy.ndarray, shape (n_individuals, K)
+        Plain maximum likelihood's Q.
+    first : EstimatorChoice
+        :func:`premise_absent`'s choice, whose record this one extends.
+    excess : tuple of float, optional
+        ``(r2, excess)`` of :func:`cluster_excess`.
+    Q_spectral : numpy.ndarray, shape (n_individuals, K), optional
+        The spectral estimate.
+    skipped : str, optional
+        Why the next step's input cannot be had (too many individuals, no
+        spectral estimate): the look then ends at ``"ml"``, saying so.
+    ml_corner, corner_rank, max_excess, spread_rank, max_spread
+        The thresholds (defaults: :data:`ML_CORNER`, :data:`CORNER_RANK`,
+        :data:`CLUSTER_EXCESS`, :data:`SPREAD_RANK`, :data:`MAX_SPREAD`).
+
+    Returns
+    -------
+    step : str
+        ``"ml"``, ``"cluster"``, ``"spectral-stage"`` or ``"spectral"``.
+    choice : EstimatorChoice
+        ``first`` with the look's statistics, thresholds and reason; its
+        estimator is ``"spectral"`` when ``step`` is, else ``"ml"``.
+
+    Examples
+    --------
+    >>> first = premise_absent(0.05)
+    >>> second_look(np.eye(3).repeat(10, axis=0), first)[0]
+    'ml'
+    >>> cloud = np.random.default_rng(0).dirichlet([10, 10, 10], 60)
+    >>> second_look(cloud, first)[0]
+    'cluster'
+    >>> second_look(cloud, first, excess=(0.6, 0.02))[0]
+    'spectral-stage'
+    >>> second_look(cloud, first, excess=(0.6, 0.02), Q_spectral=cloud)[0]
+    'spectral'
+    """
+    clock = time.perf_counter()
+    K = Q_ml.shape[1]
+    reach = corner_reach(Q_ml, rank=corner_rank)
+    reached = int(np.count_nonzero(reach >= ml_corner))
+    statistics = dict(first.statistics, ml_corner_reach=reach.tolist(),
+                      ml_components_at_corner=reached)
+    thresholds = dict(first.thresholds, ml_corner=ml_corner, corner_rank=corner_rank)
+    sentences = [first.reason.removesuffix("; maximum likelihood, as ADMIXTURE"),
+                 f"maximum likelihood's Q has its {corner_rank} highest proportions "
+                 f"at {ml_corner:g} or more in {reached} of {K} components"]
+    step = "ml" if 2 * reached >= K else "cluster"
+    if step == "cluster" and excess is not None:
+        r2, extra = excess
+        statistics.update(cluster_r2=r2, cluster_excess=extra)
+        thresholds["cluster_excess"] = max_excess
+        clustered = extra > max_excess
+        sentences.append(
+            f"the individuals' top {K - 1} principal components have a k-means R^2 "
+            f"{extra:+.2f} from a Gaussian cloud's ({r2:.2f}; "
+            + (f"> {max_excess:g}: populations, which pin its frame)" if clustered
+               else f"<= {max_excess:g}: one admixed cloud)"))
+        step = "ml" if clustered else "spectral-stage"
+    if step == "spectral-stage" and Q_spectral is not None:
+        spread = _share_to_corner(Q_spectral, spread_rank)
+        statistics["spectral_spread"] = spread.tolist()
+        thresholds.update(spread_rank=spread_rank, max_spread=max_spread)
+        kept = bool(np.all(spread < max_spread))
+        shown = "/".join(f"{value:.2f}" for value in spread.tolist())
+        sentences.append(
+            f"the spectral estimate's {spread_rank} highest proportions of each "
+            f"component reach {shown} of the way from the centre to the corner ("
+            + (f"all < {max_spread:g})" if kept else f"not all < {max_spread:g})"))
+        step = "spectral" if kept else "ml"
+    if step in ("cluster", "spectral-stage") and skipped:
+        sentences.append(f"the second look stops there ({skipped})")
+        step = "ml"
+    if step == "spectral":
+        sentences.append("nobody is near-unadmixed, where maximum likelihood pushes Q "
+                         "to the simplex's corners: keeping the spectral estimate")
+    elif step == "ml":
+        sentences.append("maximum likelihood, as ADMIXTURE")
+    seconds = first.seconds + time.perf_counter() - clock
+    choice = EstimatorChoice("spectral" if step == "spectral" else "ml",
+                             "; ".join(sentences), statistics, thresholds, seconds)
+    return step, choice

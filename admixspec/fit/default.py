@@ -21,7 +21,10 @@ Paths (reported in :attr:`~admixspec.fit.result.AdmixtureResult.path` and the ru
     With ``refine="auto"``, too few rare alleles for the spectral premise
     (:func:`admixspec.fit.choice.premise_absent`): plain maximum likelihood
     (:func:`admixspec.ml.refine.fit_ml` from its SVD starts, as ``init="svd"``),
-    decided before the spectral stage, which is skipped.
+    decided before the spectral stage, which is skipped unless the fit reaches
+    fewer than half of its corners in an unclustered cohort
+    (:func:`admixspec.fit.choice.second_look`); where that look keeps the
+    spectral estimate, the path is ``spectral``.
 
 With ``refine="auto"`` the choice between the spectral estimate and maximum
 likelihood is :func:`admixspec.fit.choice.premise_absent`'s, before the
@@ -44,7 +47,14 @@ from ..ml.likelihood import loglikelihood
 from ..ml.project import maximize_p
 from ..ml.refine import fit_ml
 from ..spectral.estimate import snp_sample, spectral_scan
-from .choice import EstimatorChoice, choose_estimator, premise_absent
+from .choice import (
+    SECOND_LOOK_INDIVIDUALS,
+    EstimatorChoice,
+    choose_estimator,
+    cluster_excess,
+    premise_absent,
+    second_look,
+)
 from .result import AdmixtureResult
 
 __all__ = ["fit_default", "rare_allele_share"]
@@ -253,29 +263,65 @@ def _ml_fit(G, K, path, *, tol, max_iter, seed, threads, log, Q0=None,
     return Outcome(path, ml, None, None, None, diagnostics or {}, timings or {})
 
 
-def _ml_without_spectral(G, K, choice: EstimatorChoice, **fit) -> Outcome:
-    """Plain maximum likelihood, chosen before the spectral stage (path ``ml-svd``).
+def _ml_without_spectral(G, K, choice: EstimatorChoice, *, counts, windows, n_starts,
+                         **fit) -> Outcome:
+    """Plain maximum likelihood, chosen before the spectral stage (path ``ml-svd``),
+    then its second look (:func:`admixspec.fit.choice.second_look`).
 
     Where the spectral premise is absent the rule chooses maximum likelihood
     whatever the spectral Q, and that Q would only be one more start, which
     never won the screen on such data (HapMap3 K = 3-5, 1000 Genomes K = 5:
     docs/benchmarks.md): the spectral stage is skipped and the fit is plain
-    ML's for the same seed, bit for bit. ``fit``: :func:`_ml_fit`'s options.
+    ML's for the same seed, bit for bit. Only where that fit reaches fewer
+    than half of its corners and the individuals form one unclustered cloud
+    does the spectral stage run, and its estimate (path ``spectral``) is kept
+    where it puts nobody near a corner. ``fit``: :func:`_ml_fit`'s options.
     """
-    logger.info("refinement: yes (%s)", choice.reason)
-    diagnostics = {"rare_allele_share": choice.statistics["rare_allele_share"],
-                   "choice": choice.record(), "refine": True,
-                   "refine_reason": choice.reason}
-    return _ml_fit(G, K, "ml-svd", diagnostics=diagnostics,
-                   timings={"choice": choice.seconds}, **fit)
+    outcome = _ml_fit(G, K, "ml-svd", timings={"choice": choice.seconds}, **fit)
+    step, looked = second_look(outcome.ml.Q, choice)
+    excess = spectral = None
+    if step == "cluster":
+        if G.shape[0] > SECOND_LOOK_INDIVIDUALS:
+            step, looked = second_look(outcome.ml.Q, choice, skipped=(
+                f"more than {SECOND_LOOK_INDIVIDUALS:,} individuals"))
+        else:
+            clock = time.perf_counter()
+            excess = cluster_excess(G, K, seed=fit["seed"])
+            outcome.timings["choice"] += time.perf_counter() - clock
+            step, looked = second_look(outcome.ml.Q, choice, excess=excess)
+    if step == "spectral-stage":
+        spectral = spectral_stage(G, K, counts=counts, windows=windows,
+                                  n_starts=n_starts, seed=fit["seed"])
+        outcome.timings["spectral"] = spectral.seconds
+        step, looked = second_look(
+            outcome.ml.Q, choice, excess=excess, Q_spectral=spectral.Q,
+            skipped=spectral.diagnostics.get("fallback_reason"))
+    outcome.timings["choice"] += looked.seconds - choice.seconds
+    logger.info("refinement: %s (%s)", "no" if step == "spectral" else "yes",
+                looked.reason)
+    outcome.diagnostics.update(
+        rare_allele_share=choice.statistics["rare_allele_share"],
+        choice=looked.record(), refine=step != "spectral", refine_reason=looked.reason,
+        spectral_stage=("run for the second look at maximum likelihood's fit (the "
+                        "reason below)" if spectral is not None
+                        else "skipped (the reason below)"))
+    if step != "spectral":
+        return outcome
+    outcome.diagnostics.update(spectral.diagnostics)
+    outcome.timings["likelihood"] = float(outcome.ml.timings.get("total", 0.0))
+    clock = time.perf_counter()
+    P, loglik, n_p = maximize_p(G, spectral.Q, threads=fit["threads"])
+    outcome.timings["p_given_q"] = time.perf_counter() - clock
+    outcome.diagnostics["p_iterations"] = int(n_p)
+    return Outcome("spectral", None, spectral.Q, P, loglik, outcome.diagnostics,
+                   outcome.timings)
 
 
 def _log_spectral(log, path, diagnostics):
     d = diagnostics
     log.add(f"Estimator: {path}")
-    if path == "ml-svd":
-        log.add("Spectral stage: skipped (maximum likelihood whatever its Q: the "
-                "reason below)")
+    if "spectral_stage" in d:
+        log.add(f"Spectral stage: {d['spectral_stage']}")
     if "eigenpairs" in d:
         log.add(
             f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
@@ -325,7 +371,8 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
     absent = premise_absent(rare_share) if refine == "auto" else None
     fit = dict(tol=tol, max_iter=max_iter, seed=seed, threads=threads, log=log)
     if absent is not None:
-        outcome = _ml_without_spectral(G, K, absent, **fit)
+        outcome = _ml_without_spectral(G, K, absent, counts=counts, windows=windows,
+                                       n_starts=n_starts, **fit)
     else:
         spectral = spectral_stage(G, K, counts=counts, windows=windows,
                                   n_starts=n_starts, seed=seed)
