@@ -29,12 +29,12 @@ from admixspec.spectral.search import _infeasibility_by_eigh, infeasibility
 SHAPE = re.compile(r"(\d+)x(\d+)k(\d+)")
 
 
-def best_seconds(function, repeats):
-    """Shortest of ``repeats`` wall times of ``function()``, and its value."""
+def best_seconds(repeats, function, *args):
+    """Shortest of ``repeats`` wall times of ``function(*args)``, and its value."""
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
-        value = function()
+        value = function(*args)
         seconds.append(time.perf_counter() - start)
     return min(seconds), value
 
@@ -59,11 +59,9 @@ def main(argv=None):
             itertools.combinations(range(c), K), args.subsets)))
         with threadpool_limits(args.threads):
             infeasibility(vectors, subsets[:2])  # load the cached kernel
-            kernel, new = best_seconds(lambda: infeasibility(vectors, subsets),
-                                       args.repeats)
-            numpy, old = best_seconds(
-                lambda: _infeasibility_by_eigh(vectors, vectors @ vectors.T, subsets),
-                args.repeats)
+            kernel, new = best_seconds(args.repeats, infeasibility, vectors, subsets)
+            numpy, old = best_seconds(args.repeats, _infeasibility_by_eigh, vectors,
+                                      vectors @ vectors.T, subsets)
         difference = np.max(np.abs(new - old) / np.abs(old))
         print(f"{len(subsets)} subsets of {c} candidates, {m} individuals, K={K}, "
               f"{args.threads} thread(s): kernel {kernel:.3f} s, NumPy {numpy:.3f} s "
