@@ -71,7 +71,7 @@ the output.
     on 2-5: a cohort of 50 with a quarter unadmixed has about 4 per component,
     fewer than the threshold asks.
 ``premise-absent``
-    A second look where the spectral premise is absent (the default fits
+    A second look where the spectral premise is absent (the default fitted
     plain ML there): when ML's own Q has individuals at fewer than half of
     its corners (the :data:`CORNER_RANK`-th highest proportion of a component
     reaching 0.95 or 0.99), run the spectral stage and keep its estimate
@@ -79,9 +79,18 @@ the output.
     a share (0.2-0.4) of the way from the simplex's centre to the corner. On
     the grid's Balding-Nichols cells (calibrated on replicate 1, reported on
     2-5; plain ML fitted here as the default's ``ml-svd`` and cached beside
-    the grid's fits), then on real array data: the HapMap3 tutorial (K = 2-5),
-    1000 Genomes phase 1 (K = 2-8) and its 379 Europeans (K = 2-5), where
-    the default must keep ML.
+    the grid's fits), without and with the cluster gate the default adopted
+    (:func:`admixspec.fit.choice.cluster_excess` at most
+    :data:`~admixspec.fit.choice.CLUSTER_EXCESS`), then the default itself on
+    real array data: the HapMap3 tutorial (K = 2-5), 1000 Genomes phase 1
+    (K = 2-8) and its 379 Europeans (K = 2-5), where it must keep ML.
+``ascertained``
+    The second look where it could be wrong: the grid's coalescent mosaics
+    (alpha 0.5-10, 200 and 1,000 individuals, replicates 1-2) with only the
+    SNPs of sample minor allele frequency >= 0.05 kept, as on an array. Rare
+    alleles are then few, so the default fits plain ML and may look again;
+    per data set, plain ML's, the spectral estimate's and the default's Q
+    errors, and what the look saw.
 
 Usage::
 
@@ -94,6 +103,7 @@ Usage::
     python benchmarks/choice_tried.py transfer
     python benchmarks/choice_tried.py small
     python benchmarks/choice_tried.py premise-absent
+    python benchmarks/choice_tried.py ascertained
 """
 
 from __future__ import annotations
@@ -120,12 +130,15 @@ from admixspec import (
     read_genotypes,
     simulate_admixture,
 )
+from admixspec.core.genotypes import allele_counts, minor_allele_counts
 from admixspec.fit.choice import (
     ANCHOR_RADIUS,
+    CLUSTER_EXCESS,
     CORNER_RANK,
     CORNER_REACH,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
+    cluster_excess,
     corner_reach,
     extreme_neighbours,
 )
@@ -539,37 +552,45 @@ def second_look(Q_ml, Q_spectral, ml_corner, spread_rank, max_spread):
 
 
 def run_premise_absent(args):
-    """The second look on the Balding-Nichols cells, then on real array data."""
+    """The second look on the Balding-Nichols cells, then the default on real data."""
     items = []
     for replicate in range(1, 6):
         for cell in choice_grid.cells(("bn",)):
             choice_grid.fits(cell, replicate)  # cached where it has run
             row, arrays = choice_grid.cached_fit(cell, replicate)
-            _, Q_true = choice_grid.load_data(cell, replicate)
+            G, Q_true = choice_grid.load_data(cell, replicate)
             Q_ml = plain_ml_q(cell, replicate)
+            looks, _ = second_look(Q_ml, arrays["Q_spectral"], 0.95, 3, 0.3)
+            excess = cluster_excess(G, 3, seed=0)[1] if looks else None
             items.append((row, replicate, Q_ml, arrays["Q_spectral"],
-                          q_error(Q_true, Q_ml)))
-    print("| ML corner | spread rank | max spread | replicates | data sets | spectral "
-          "stage runs | switched (right) | within 1.1x | mean log ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+                          q_error(Q_true, Q_ml), excess))
+    print("| ML corner | spread rank | max spread | cluster gate | replicates | data "
+          "sets | spectral stage runs | switched (right) | within 1.1x | mean log "
+          "ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for constants in itertools.product(ML_CORNERS, SPREAD_RANKS, MAX_SPREADS):
-        for label, wanted in (("1", {1}), ("2-5", {2, 3, 4, 5})):
-            ratios, runs, switched, right = [], 0, 0, 0
-            for row, replicate, Q_ml, Q_spectral, ml_error in items:
-                if replicate not in wanted:
-                    continue
-                looks, keep = second_look(Q_ml, Q_spectral, *constants)
-                error = row["spectral_error"] if keep else ml_error
-                ratios.append(error / min(row["spectral_error"], ml_error))
-                runs, switched = runs + looks, switched + keep
-                right += keep and row["spectral_error"] < ml_error
-            ratios = np.array(ratios)
-            print(f"| {constants[0]} | {constants[1]} | {constants[2]} | {label} | "
-                  f"{len(ratios)} | {runs} | {switched} ({right}) | "
-                  f"{np.mean(ratios <= 1.1):.3f} | {np.mean(np.log(ratios)):.4f} |",
-                  flush=True)
+        for gate in (None, CLUSTER_EXCESS):
+            for label, wanted in (("1", {1}), ("2-5", {2, 3, 4, 5})):
+                ratios, runs, switched, right = [], 0, 0, 0
+                for row, replicate, Q_ml, Q_spectral, ml_error, excess in items:
+                    if replicate not in wanted:
+                        continue
+                    looks, keep = second_look(Q_ml, Q_spectral, *constants)
+                    if gate is not None and looks:
+                        looks = excess <= gate
+                        keep = keep and looks
+                    error = row["spectral_error"] if keep else ml_error
+                    ratios.append(error / min(row["spectral_error"], ml_error))
+                    runs, switched = runs + looks, switched + keep
+                    right += keep and row["spectral_error"] < ml_error
+                ratios = np.array(ratios)
+                print(f"| {constants[0]} | {constants[1]} | {constants[2]} | "
+                      f"{'off' if gate is None else f'<= {gate:g}'} | {label} | "
+                      f"{len(ratios)} | {runs} | {switched} ({right}) | "
+                      f"{np.mean(ratios <= 1.1):.3f} | {np.mean(np.log(ratios)):.4f} |",
+                      flush=True)
     plain = np.array([ml / min(row["spectral_error"], ml)
-                      for row, _, _, _, ml in items])
+                      for row, _, _, _, ml, _ in items])
     print(f"plain ML everywhere: {len(plain)} data sets, within 1.1x "
           f"{np.mean(plain <= 1.1):.3f}, mean log ratio {np.mean(np.log(plain)):.4f}")
     for name, Ks in (("hapmap3", range(2, 6)), ("1kg", range(2, 9)),
@@ -578,22 +599,49 @@ def run_premise_absent(args):
         for K in Ks:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                Q_ml = fit_ml(G, K, seed=0, threads=1).Q
-                Q_spectral = fit_admixture(G, K, seed=0, refine=False, threads=1).Q
-            looks, keep = second_look(Q_ml, Q_spectral, 0.95, 3, 0.3)
-            print(json.dumps({
-                "data": name, "K": K, "ml_corner_reach":
-                    np.round(corner_reach(Q_ml, rank=CORNER_RANK), 3).tolist(),
-                "spectral_spread": np.round(relative_reach(Q_spectral, 3), 3).tolist(),
-                "spectral_stage_runs": bool(looks), "keeps_spectral": keep}),
+                result = fit_admixture(G, K, seed=0, threads=1)
+            statistics = result.diagnostics["choice"]["statistics"]
+            print(json.dumps({"data": name, "K": K, "path": result.path} | {
+                key: np.round(statistics[key], 3).tolist() for key in (
+                    "ml_corner_reach", "cluster_excess", "spectral_spread")
+                if key in statistics} | {"seconds": {
+                    key: round(value, 2) for key, value in result.timings.items()}}),
                 flush=True)
+
+
+def run_ascertained(args):
+    """The default on array-like (common-SNP) subsets of the grid's mosaics."""
+    for replicate in (1, 2):
+        for cell in choice_grid.cells(("mosaic",)):
+            if cell[1] == 0.1 or cell[2] == 50:
+                continue
+            G, Q_true = choice_grid.load_data(cell, replicate)
+            counted, observed = allele_counts(G)
+            common = minor_allele_counts(counted, observed) >= 0.05 * observed
+            G = np.ascontiguousarray(G[:, common])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Q_ml = fit_ml(G, 3, seed=0, threads=1).Q
+                spectral = fit_admixture(G, 3, seed=0, refine=False, threads=1)
+                default = fit_admixture(G, 3, seed=0, threads=1)
+            statistics = default.diagnostics["choice"]["statistics"]
+            print(json.dumps({
+                "cell": choice_grid.cell_name(cell), "replicate": replicate,
+                "snps": int(common.sum()), "ml": round(q_error(Q_true, Q_ml), 4),
+                "spectral": round(q_error(Q_true, spectral.Q), 4),
+                "default": round(q_error(Q_true, default.Q), 4),
+                "path": default.path} | {
+                    key: np.round(statistics[key], 3).tolist() for key in (
+                        "ml_corner_reach", "cluster_excess", "spectral_spread")
+                    if key in statistics}), flush=True)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps",
                                           "other-k", "fresh", "issue-cases", "transfer",
-                                          "small", "premise-absent"))
+                                          "small", "premise-absent",
+                                          "ascertained"))
     parser.add_argument("--K", type=int, default=5,
                         help="other-k: the grid's K (choice_grid.py fits --K)")
     args = parser.parse_args(argv)
@@ -601,7 +649,8 @@ def main(argv=None):
      "snps": run_snps, "other-k": run_other_k, "fresh": run_fresh,
      "issue-cases": run_issue_cases,
      "transfer": run_transfer, "small": run_small,
-     "premise-absent": run_premise_absent}[args.stage](args)
+     "premise-absent": run_premise_absent,
+     "ascertained": run_ascertained}[args.stage](args)
 
 
 if __name__ == "__main__":

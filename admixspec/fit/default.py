@@ -297,6 +297,7 @@ def _ml_without_spectral(G, K, choice: EstimatorChoice, *, counts, windows, n_st
             outcome.ml.Q, choice, excess=excess, Q_spectral=spectral.Q,
             skipped=spectral.diagnostics.get("fallback_reason"))
     outcome.timings["choice"] += looked.seconds - choice.seconds
+    looked.seconds = outcome.timings["choice"]  # the cluster statistic's included
     logger.info("refinement: %s (%s)", "no" if step == "spectral" else "yes",
                 looked.reason)
     outcome.diagnostics.update(
