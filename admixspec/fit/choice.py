@@ -59,8 +59,8 @@ corners (:data:`ML_CORNER`), the individuals form a single unclustered cloud
 (:func:`cluster_excess` at most :data:`CLUSTER_EXCESS`) and the spectral
 estimate puts nobody near a corner either (:data:`MAX_SPREAD`), the spectral
 estimate is kept. The cluster gate is what keeps real array data with
-populations in them (HapMap3, 1000 Genomes and its Europeans: excess
-0.2-0.4) on maximum likelihood.
+populations in them on maximum likelihood (1000 Genomes and its Europeans,
+whose ML fits reach few corners at K >= 5 and K >= 3: excess 0.31-0.58).
 
 The anchor statistics come from what the spectral stage has already computed
 (its Q and the allele counts), so that choice costs a few milliseconds and no
@@ -127,10 +127,11 @@ CORNER_REACH = 0.76
 #: fewer than half do.
 ML_CORNER = 0.95
 #: Largest excess of the individuals' k-means R^2 over a Gaussian sample's
-#: (:func:`cluster_excess`) for the second look to go on. Measured (K = 3,
-#: docs/benchmarks.md): the Balding-Nichols data sets where the spectral
-#: estimate was better 0.00-0.07, HapMap3, 1000 Genomes and its 379 Europeans
-#: 0.21-0.41 (the Europeans at K = 3: 0.36).
+#: (:func:`cluster_excess`) for the second look to go on. Measured
+#: (docs/benchmarks.md): the 12 Balding-Nichols data sets where the look kept
+#: the spectral estimate -0.08 to 0.05; 1000 Genomes at K = 5-8 0.51-0.58 and
+#: its 379 Europeans at K = 3-5 0.31-0.35, where plain ML reaches fewer than
+#: half of its corners (HapMap3 reaches them at K = 2-5).
 CLUSTER_EXCESS = 0.1
 #: Rank of the spectral proportion that the second look compares with
 #: :data:`MAX_SPREAD`.
