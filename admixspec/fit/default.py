@@ -247,11 +247,7 @@ def _choose_and_fit(G, K, Q, *, rare_share, refine, tol, max_iter, seed, threads
         return _ml_fit(G, K, "spectral+ml", Q0=None if refine == "auto" else Q,
                        diagnostics=diagnostics, timings=timings, tol=tol,
                        max_iter=max_iter, seed=seed, threads=threads, log=log)
-    clock = time.perf_counter()
-    P, loglik, n_p = maximize_p(G, Q, threads=threads)
-    timings["p_given_q"] = time.perf_counter() - clock
-    diagnostics["p_iterations"] = int(n_p)
-    return Outcome("spectral", None, Q, P, loglik, diagnostics, timings)
+    return _spectral_answer(G, Q, diagnostics, timings, threads=threads)
 
 
 def _ml_fit(G, K, path, *, tol, max_iter, seed, threads, log, Q0=None,
@@ -266,56 +262,69 @@ def _ml_fit(G, K, path, *, tol, max_iter, seed, threads, log, Q0=None,
 def _ml_without_spectral(G, K, choice: EstimatorChoice, *, counts, windows, n_starts,
                          **fit) -> Outcome:
     """Plain maximum likelihood, chosen before the spectral stage (path ``ml-svd``),
-    then its second look (:func:`admixspec.fit.choice.second_look`).
+    then its second look (:func:`_second_look`).
 
     Where the spectral premise is absent the rule chooses maximum likelihood
     whatever the spectral Q, and that Q would only be one more start, which
     never won the screen on such data (HapMap3 K = 3-5, 1000 Genomes K = 5:
     docs/benchmarks.md): the spectral stage is skipped and the fit is plain
-    ML's for the same seed, bit for bit. Only where that fit reaches fewer
-    than half of its corners and the individuals form one unclustered cloud
-    does the spectral stage run, and its estimate (path ``spectral``) is kept
-    where it puts nobody near a corner. ``fit``: :func:`_ml_fit`'s options.
+    ML's for the same seed, bit for bit, unless the second look keeps the
+    spectral estimate (path ``spectral``). ``fit``: :func:`_ml_fit`'s options.
     """
     outcome = _ml_fit(G, K, "ml-svd", timings={"choice": choice.seconds}, **fit)
-    step, looked = second_look(outcome.ml.Q, choice)
-    excess = spectral = None
-    if step == "cluster":
-        if G.shape[0] > SECOND_LOOK_INDIVIDUALS:
-            step, looked = second_look(outcome.ml.Q, choice, skipped=(
-                f"more than {SECOND_LOOK_INDIVIDUALS:,} individuals"))
-        else:
-            clock = time.perf_counter()
-            excess = cluster_excess(G, K, seed=fit["seed"])
-            outcome.timings["choice"] += time.perf_counter() - clock
-            step, looked = second_look(outcome.ml.Q, choice, excess=excess)
-    if step == "spectral-stage":
-        spectral = spectral_stage(G, K, counts=counts, windows=windows,
-                                  n_starts=n_starts, seed=fit["seed"])
-        outcome.timings["spectral"] = spectral.seconds
-        step, looked = second_look(
-            outcome.ml.Q, choice, excess=excess, Q_spectral=spectral.Q,
-            skipped=spectral.diagnostics.get("fallback_reason"))
-    outcome.timings["choice"] += looked.seconds - choice.seconds
-    looked.seconds = outcome.timings["choice"]  # the cluster statistic's included
-    logger.info("refinement: %s (%s)", "no" if step == "spectral" else "yes",
-                looked.reason)
+    looked, spectral = _second_look(G, K, outcome.ml.Q, choice, counts=counts,
+                                    windows=windows, n_starts=n_starts,
+                                    seed=fit["seed"], timings=outcome.timings)
+    keep_spectral = looked.estimator == "spectral"
+    logger.info("refinement: %s (%s)", "no" if keep_spectral else "yes", looked.reason)
     outcome.diagnostics.update(
         rare_allele_share=choice.statistics["rare_allele_share"],
-        choice=looked.record(), refine=step != "spectral", refine_reason=looked.reason,
+        choice=looked.record(), refine=not keep_spectral, refine_reason=looked.reason,
         spectral_stage=("run for the second look at maximum likelihood's fit (the "
                         "reason below)" if spectral is not None
                         else "skipped (the reason below)"))
-    if step != "spectral":
+    if not keep_spectral:
         return outcome
     outcome.diagnostics.update(spectral.diagnostics)
     outcome.timings["likelihood"] = float(outcome.ml.timings.get("total", 0.0))
+    return _spectral_answer(G, spectral.Q, outcome.diagnostics, outcome.timings,
+                            threads=fit["threads"])
+
+
+def _second_look(G, K, Q_ml, choice, *, counts, windows, n_starts, seed, timings):
+    """:func:`admixspec.fit.choice.second_look`, computing what each step asks for.
+
+    Returns the final choice and the spectral stage's result (None where it did
+    not run); adds the cluster statistic's and the stage's seconds to ``timings``.
+    """
+    step, looked = second_look(Q_ml, choice)
+    excess = spectral = None
+    if step == "cluster" and G.shape[0] > SECOND_LOOK_INDIVIDUALS:
+        step, looked = second_look(Q_ml, choice, skipped=(
+            f"more than {SECOND_LOOK_INDIVIDUALS:,} individuals"))
+    elif step == "cluster":
+        clock = time.perf_counter()
+        excess = cluster_excess(G, K, seed=seed)
+        timings["choice"] += time.perf_counter() - clock
+        step, looked = second_look(Q_ml, choice, excess=excess)
+    if step == "spectral-stage":
+        spectral = spectral_stage(G, K, counts=counts, windows=windows,
+                                  n_starts=n_starts, seed=seed)
+        timings["spectral"] = spectral.seconds
+        step, looked = second_look(Q_ml, choice, excess=excess, Q_spectral=spectral.Q,
+                                   skipped=spectral.diagnostics.get("fallback_reason"))
+    timings["choice"] += looked.seconds - choice.seconds
+    looked.seconds = timings["choice"]  # the cluster statistic's included
+    return looked, spectral
+
+
+def _spectral_answer(G, Q, diagnostics, timings, *, threads) -> Outcome:
+    """The spectral estimate with its P re-estimated given Q (path ``spectral``)."""
     clock = time.perf_counter()
-    P, loglik, n_p = maximize_p(G, spectral.Q, threads=fit["threads"])
-    outcome.timings["p_given_q"] = time.perf_counter() - clock
-    outcome.diagnostics["p_iterations"] = int(n_p)
-    return Outcome("spectral", None, spectral.Q, P, loglik, outcome.diagnostics,
-                   outcome.timings)
+    P, loglik, n_p = maximize_p(G, Q, threads=threads)
+    timings["p_given_q"] = time.perf_counter() - clock
+    diagnostics["p_iterations"] = int(n_p)
+    return Outcome("spectral", None, Q, P, loglik, diagnostics, timings)
 
 
 def _log_spectral(log, path, diagnostics):
