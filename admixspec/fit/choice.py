@@ -576,8 +576,9 @@ def second_look(Q_ml, first: EstimatorChoice, *, excess=None, Q_spectral=None,
                       ml_components_at_corner=reached)
     thresholds = dict(first.thresholds, ml_corner=ml_corner, corner_rank=corner_rank)
     sentences = [first.reason.removesuffix("; maximum likelihood, as ADMIXTURE"),
-                 f"maximum likelihood's Q has its {corner_rank} highest proportions "
-                 f"at {ml_corner:g} or more in {reached} of {K} components"]
+                 f"so maximum likelihood first, then a second look: its Q has its "
+                 f"{corner_rank} highest proportions at {ml_corner:g} or more in "
+                 f"{reached} of {K} components"]
     step = "ml" if 2 * reached >= K else "cluster"
     if step == "cluster" and excess is not None:
         r2, extra = excess
@@ -586,7 +587,7 @@ def second_look(Q_ml, first: EstimatorChoice, *, excess=None, Q_spectral=None,
         clustered = extra > max_excess
         sentences.append(
             f"the individuals' top {K - 1} principal components have a k-means R^2 "
-            f"{extra:+.2f} from a Gaussian cloud's ({r2:.2f}; "
+            f"of {r2:.2f}, {extra:+.2f} from a Gaussian cloud's ("
             + (f"> {max_excess:g}: populations, which pin its frame)" if clustered
                else f"<= {max_excess:g}: one admixed cloud)"))
         step = "ml" if clustered else "spectral-stage"
