@@ -86,6 +86,8 @@ __all__ = [
     "MIN_NEAR_EXTREME",
     "ML_CORNER",
     "MIN_RARE_SHARE",
+    "SECOND_LOOK_INDIVIDUALS",
+    "SPREAD_RANK",
     "EstimatorChoice",
     "choose_estimator",
     "cluster_excess",
