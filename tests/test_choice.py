@@ -25,6 +25,7 @@ from admixspec.fit.choice import (
     corner_reach,
     extreme_neighbours,
     premise_absent,
+    second_look,
     successive_projection,
 )
 
@@ -212,6 +213,18 @@ class TestAgainstTruth:
         assert cluster_excess(cloud.genotypes.dosage, 3, seed=0)[1] <= CLUSTER_EXCESS
         assert cluster_excess(cloud.genotypes.dosage, 3, seed=0) == \
             cluster_excess(cloud.genotypes.dosage, 3, seed=0)
+
+    def test_second_look__ends_at_ml_saying_why_when_a_step_cannot_run(self):
+        first = premise_absent(MIN_RARE_SHARE / 2)
+        cloud = np.random.default_rng(5).dirichlet([10, 10, 10], 60)
+        step, choice = second_look(cloud, first, skipped="more than 5,000 individuals")
+        assert (step, choice.estimator) == ("ml", "ml")
+        assert "more than 5,000 individuals" in choice.reason
+        step, choice = second_look(cloud, first, excess=(0.55, 0.0),
+                                   skipped="no usable whitened tensor")
+        assert (step, choice.estimator) == ("ml", "ml")
+        assert choice.statistics["cluster_excess"] == 0.0
+        assert choice.reason.endswith("maximum likelihood, as ADMIXTURE")
 
     def test_coalescent_with_anchors__chooses_ml_which_beats_spectral(self):
         # the seed paper's setting at alpha = 0.1: most individuals near-unadmixed

@@ -213,8 +213,8 @@ class SubsetSearchResult:
     finalists: list
 
 
-def _swap_descent(score, c, k, starts):
-    """Best-improvement swap local search of size-k subsets of range(c).
+def _swap_descent(score, c, starts):
+    """Best-improvement swap local search of range(c)'s subsets, each the starts' size.
 
     ``score(subsets)`` returns infeasibilities (lower is better). Returns
     every subset evaluated with its score.
@@ -325,7 +325,7 @@ def search_subsets(
         ]
         seen = _swap_descent(
             lambda chosen: infeasibility(candidates, complete(chosen)),
-            len(free), k, starts,
+            len(free), starts,
         )
         subsets = complete(list(seen))
         values = np.array(list(seen.values()))
