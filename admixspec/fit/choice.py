@@ -77,6 +77,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.frequencies import frequency_blocks
+from ..core.genotypes import allele_counts
+from ..spectral.moments import second_moments
+
 __all__ = [
     "ANCHOR_RADIUS",
     "CORNER_RANK",
@@ -420,6 +424,11 @@ def principal_scores(dosage, d, *, rng, max_individuals=CLUSTER_INDIVIDUALS,
                      max_snps=CLUSTER_SNPS):
     """The top ``d`` principal components of standardised genotypes, on a sample.
 
+    The sampled calls are copied once as int8 and standardised block by block
+    (:func:`admixspec.core.frequencies.frequency_blocks`, missing calls at the
+    SNP's mean) into the individuals' relationship matrix
+    (:func:`admixspec.spectral.moments.second_moments`).
+
     Parameters
     ----------
     dosage : numpy.ndarray, int8, shape (n_individuals, n_snps)
@@ -436,25 +445,33 @@ def principal_scores(dosage, d, *, rng, max_individuals=CLUSTER_INDIVIDUALS,
         Scores: eigenvectors of the individuals' genetic relationship matrix,
         each times the square root of its eigenvalue.
     """
+    from scipy.linalg import eigh  # SciPy's import is deferred to its use
+
     m, n = dosage.shape
     rows = np.sort(rng.choice(m, size=min(m, max_individuals), replace=False))
     columns = np.sort(rng.choice(n, size=min(n, max_snps), replace=False))
-    block = dosage[np.ix_(rows, columns)].astype(np.float64)
-    missing = block < 0
-    block[missing] = 0.0
-    observed = np.maximum((~missing).sum(axis=0), 1)
-    frequency = block.sum(axis=0) / (2 * observed)
-    variable = (frequency > 0.01) & (frequency < 0.99)
-    block, frequency = block[:, variable], frequency[variable]
-    block -= 2 * frequency
-    block[missing[:, variable]] = 0.0  # the SNP's mean, once centred
-    block /= np.sqrt(2 * frequency * (1 - frequency))
-    from scipy.linalg import eigh  # SciPy's import is deferred to its use
-
-    relationship = block @ block.T / max(block.shape[1], 1)
+    sample = dosage[np.ix_(rows, columns)]
+    counted, observed = allele_counts(sample)
+    frequency = counted / np.maximum(observed, 1)
+    variable = np.flatnonzero((frequency > 0.01) & (frequency < 0.99))
+    if len(variable) == 0:
+        return np.zeros((len(rows), min(d, len(rows))))
+    frequency = frequency[variable]
+    # (g - 2f) / sqrt(2 f (1 - f)) with x = g / 2
+    scale = np.sqrt(2.0 / (frequency * (1.0 - frequency)))
+    relationship = second_moments(_standardised(
+        frequency_blocks(sample, snps=variable), frequency, scale)).M2
     size = len(relationship)
     values, vectors = eigh(relationship, subset_by_index=(max(size - d, 0), size - 1))
     return vectors[:, ::-1] * np.sqrt(np.maximum(values[::-1], 0.0))
+
+
+def _standardised(blocks, frequency, scale):
+    """Frequency blocks centred and scaled in place, per SNP position."""
+    for positions, x in blocks:
+        x -= frequency[positions]
+        x *= scale[positions]
+        yield positions, x
 
 
 def kmeans_r2(X, k, *, seed, restarts=10):
