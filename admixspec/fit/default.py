@@ -33,6 +33,7 @@ spectral stage, then :func:`admixspec.fit.choice.choose_estimator`'s.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import NamedTuple
@@ -259,7 +260,7 @@ def _ml_fit(G, K, path, *, tol, max_iter, seed, threads, log, Q0=None,
     return Outcome(path, ml, None, None, None, diagnostics or {}, timings or {})
 
 
-def _ml_without_spectral(G, K, choice: EstimatorChoice, *, counts, windows, n_starts,
+def _ml_without_spectral(G, K, choice: EstimatorChoice, *, run_spectral,
                          **fit) -> Outcome:
     """Plain maximum likelihood, chosen before the spectral stage (path ``ml-svd``),
     then its second look (:func:`_second_look`).
@@ -269,12 +270,15 @@ def _ml_without_spectral(G, K, choice: EstimatorChoice, *, counts, windows, n_st
     never won the screen on such data (HapMap3 K = 3-5, 1000 Genomes K = 5:
     docs/benchmarks.md): the spectral stage is skipped and the fit is plain
     ML's for the same seed, bit for bit, unless the second look keeps the
-    spectral estimate (path ``spectral``). ``fit``: :func:`_ml_fit`'s options.
+    spectral estimate (path ``spectral``). ``run_spectral()``: the spectral
+    stage on these genotypes; ``fit``: :func:`_ml_fit`'s options.
     """
-    outcome = _ml_fit(G, K, "ml-svd", timings={"choice": choice.seconds}, **fit)
-    looked, spectral = _second_look(G, K, outcome.ml.Q, choice, counts=counts,
-                                    windows=windows, n_starts=n_starts,
-                                    seed=fit["seed"], timings=outcome.timings)
+    outcome = _ml_fit(G, K, "ml-svd", **fit)
+    looked, spectral = _second_look(G, K, outcome.ml.Q, choice,
+                                    run_spectral=run_spectral, seed=fit["seed"])
+    outcome.timings["choice"] = looked.seconds
+    if spectral is not None:
+        outcome.timings["spectral"] = spectral.seconds
     keep_spectral = looked.estimator == "spectral"
     logger.info("refinement: %s (%s)", "no" if keep_spectral else "yes", looked.reason)
     outcome.diagnostics.update(
@@ -291,30 +295,28 @@ def _ml_without_spectral(G, K, choice: EstimatorChoice, *, counts, windows, n_st
                             threads=fit["threads"])
 
 
-def _second_look(G, K, Q_ml, choice, *, counts, windows, n_starts, seed, timings):
+def _second_look(G, K, Q_ml, choice, *, run_spectral, seed):
     """:func:`admixspec.fit.choice.second_look`, computing what each step asks for.
 
-    Returns the final choice and the spectral stage's result (None where it did
-    not run); adds the cluster statistic's and the stage's seconds to ``timings``.
+    Returns the final choice, whose ``seconds`` are the premise's and the
+    look's own (the cluster statistic's included, the spectral stage's not),
+    and the spectral stage's result (None where it did not run).
     """
+    clock = time.perf_counter()
     step, looked = second_look(Q_ml, choice)
     excess = spectral = None
     if step == "cluster" and G.shape[0] > SECOND_LOOK_INDIVIDUALS:
         step, looked = second_look(Q_ml, choice, skipped=(
             f"more than {SECOND_LOOK_INDIVIDUALS:,} individuals"))
     elif step == "cluster":
-        clock = time.perf_counter()
         excess = cluster_excess(G, K, seed=seed)
-        timings["choice"] += time.perf_counter() - clock
         step, looked = second_look(Q_ml, choice, excess=excess)
     if step == "spectral-stage":
-        spectral = spectral_stage(G, K, counts=counts, windows=windows,
-                                  n_starts=n_starts, seed=seed)
-        timings["spectral"] = spectral.seconds
+        spectral = run_spectral()
         step, looked = second_look(Q_ml, choice, excess=excess, Q_spectral=spectral.Q,
                                    skipped=spectral.diagnostics.get("fallback_reason"))
-    timings["choice"] += looked.seconds - choice.seconds
-    looked.seconds = timings["choice"]  # the cluster statistic's included
+    stage = spectral.seconds if spectral is not None else 0.0
+    looked.seconds = choice.seconds + time.perf_counter() - clock - stage
     return looked, spectral
 
 
@@ -380,12 +382,12 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
     rare_share = rare_allele_share(G, counts=counts)
     absent = premise_absent(rare_share) if refine == "auto" else None
     fit = dict(tol=tol, max_iter=max_iter, seed=seed, threads=threads, log=log)
+    run_spectral = functools.partial(spectral_stage, G, K, counts=counts,
+                                     windows=windows, n_starts=n_starts, seed=seed)
     if absent is not None:
-        outcome = _ml_without_spectral(G, K, absent, counts=counts, windows=windows,
-                                       n_starts=n_starts, **fit)
+        outcome = _ml_without_spectral(G, K, absent, run_spectral=run_spectral, **fit)
     else:
-        spectral = spectral_stage(G, K, counts=counts, windows=windows,
-                                  n_starts=n_starts, seed=seed)
+        spectral = run_spectral()
         timings["spectral"] = spectral.seconds
         diagnostics.update(spectral.diagnostics)
         if spectral.Q is None:
