@@ -141,7 +141,9 @@ from admixspec.fit.choice import (
     cluster_excess,
     corner_reach,
     extreme_neighbours,
+    premise_absent,
 )
+from admixspec.fit.choice import second_look as look
 
 ROOT = Path(__file__).resolve().parent.parent
 REALDATA = {
@@ -537,18 +539,17 @@ def plain_ml_q(cell, replicate):
     return np.load(path)
 
 
-def relative_reach(Q, rank):
-    """Per component, ``(q - 1/K) / (1 - 1/K)`` of its ``rank``-th highest proportion."""
-    centre = 1 / Q.shape[1]
-    return (corner_reach(Q, rank=rank) - centre) / (1 - centre)
-
-
 def second_look(Q_ml, Q_spectral, ml_corner, spread_rank, max_spread):
-    """(whether the spectral stage would run, whether its estimate would be kept)."""
-    looks = 2 * np.count_nonzero(corner_reach(Q_ml, rank=CORNER_RANK) >= ml_corner) \
-        < Q_ml.shape[1]
-    return looks, bool(looks and np.all(relative_reach(Q_spectral, spread_rank)
-                                        < max_spread))
+    """(whether the spectral stage would run, whether its estimate would be kept):
+    the library's :func:`admixspec.fit.choice.second_look` at these constants,
+    its cluster gate left open (the stage applies it apart)."""
+    first = premise_absent(0.0)
+    constants = dict(ml_corner=ml_corner, spread_rank=spread_rank,
+                     max_spread=max_spread)
+    if look(Q_ml, first, **constants)[0] != "cluster":
+        return False, False
+    step, _ = look(Q_ml, first, excess=(0.0, 0.0), Q_spectral=Q_spectral, **constants)
+    return True, step == "spectral"
 
 
 def run_premise_absent(args):
