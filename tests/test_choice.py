@@ -28,6 +28,7 @@ from admixspec.fit.choice import (
     second_look,
     successive_projection,
 )
+from admixspec.spectral.estimate import COMMON_WINDOW_END
 
 
 def _three_ways(genotypes, K):
@@ -225,6 +226,19 @@ class TestAgainstTruth:
         assert (step, choice.estimator) == ("ml", "ml")
         assert choice.statistics["cluster_excess"] == 0.0
         assert choice.reason.endswith("maximum likelihood, as ADMIXTURE")
+
+    def test_spectral_stage__scores_common_windows_only_where_rare_alleles_are_few(
+            self):
+        coalescent = simulate_admixture(50, 3, alpha=0.1, n_snps=10_000, seed=1)
+        drift = simulate_balding_nichols(60, 4000, 3, fst=0.1, alpha=1.0, seed=10)
+        for sim, scored in ((coalescent, False), (drift, True)):
+            spectral = fit_admixture(sim.genotypes, 3, seed=0, refine=False)
+            rare = spectral.diagnostics["rare_allele_share"] >= MIN_RARE_SHARE
+            common = [window for window in spectral.diagnostics["windows"]
+                      if window["max_frequency"] > COMMON_WINDOW_END]
+            assert rare != scored
+            assert common and all(("skipped" not in window) == scored
+                                  for window in common)
 
     def test_coalescent_with_anchors__chooses_ml_which_beats_spectral(self):
         # the seed paper's setting at alpha = 0.1: most individuals near-unadmixed

@@ -12,6 +12,7 @@ from admixspec.core.genotypes import allele_counts
 from admixspec.core.metrics import q_error
 from admixspec.core.parameters import P_MAX, P_MIN, simplex_projection
 from admixspec.spectral.estimate import (
+    COMMON_WINDOW_END,
     k_hint,
     privacy_pass,
     private_allele_snps,
@@ -124,6 +125,33 @@ class TestAnchoredScan:
         assert errors[True] < 0.04
         assert errors[False] > 3 * errors[True]
         assert best.details["whitening"] == "anchored"
+
+    def test_without_common_windows__same_estimate_from_the_rare_windows(self):
+        # the common window's SNPs still anchor the column space, so the rare
+        # windows' passes are the same and only the common window's is skipped
+        dosage, _ = _family_sharing(0)
+        rng = np.random.default_rng(0)
+        sample, rescore = snp_sample(dosage, 2000, rng), snp_sample(dosage, 8000, rng)
+        runs = {common: spectral_scan(dosage, 3, sample=sample, rescore_sample=rescore,
+                                      common_windows=common, seed=0)
+                for common in (True, False)}
+        (with_common, full_scan), (without, scan) = runs[True], runs[False]
+        assert with_common.details["max_frequency"] <= COMMON_WINDOW_END
+        np.testing.assert_array_equal(without.Q, with_common.Q)
+        common = [entry for entry in scan if entry["max_frequency"] > COMMON_WINDOW_END]
+        assert common and all("skipped" in entry for entry in common)
+        assert [entry.get("score") for entry in scan if "skipped" not in entry] == [
+            entry.get("score") for entry in full_scan
+            if entry["max_frequency"] <= COMMON_WINDOW_END]
+
+    def test_without_common_windows__a_scan_of_common_windows_alone_runs_them(self):
+        dosage, Q = _family_sharing(0, n_common=2000, n_rare=2000)
+        rng = np.random.default_rng(0)
+        sample, rescore = snp_sample(dosage, 2000, rng), snp_sample(dosage, 4000, rng)
+        best, scan = spectral_scan(dosage, 3, sample=sample, rescore_sample=rescore,
+                                   windows=(0.5,), common_windows=False, seed=0)
+        assert best is not None and best.Q is not None
+        assert "skipped" not in scan[0]
 
     @pytest.mark.parametrize("individuals, serial", [(100, True), (120, False)])
     def test_spectral_scan__runs_blas_serially_below_the_size_where_its_threads_pay(

@@ -49,6 +49,7 @@ from ..ml.project import maximize_p
 from ..ml.refine import fit_ml
 from ..spectral.estimate import snp_sample, spectral_scan
 from .choice import (
+    MIN_RARE_SHARE,
     SECOND_LOOK_INDIVIDUALS,
     EstimatorChoice,
     choose_estimator,
@@ -142,12 +143,13 @@ class SpectralStage(NamedTuple):
     seconds: float
 
 
-def spectral_stage(G, K, *, counts, windows, n_starts, seed) -> SpectralStage:
+def spectral_stage(G, K, *, counts, windows, n_starts, seed,
+                   common_windows=True) -> SpectralStage:
     """Run the window scan (:func:`admixspec.spectral.estimate.spectral_scan`).
 
     With missing genotypes the scan runs twice: first with each missing call
     imputed by its SNP's mean frequency, then by the first estimate's model
-    (:func:`_model_fill`).
+    (:func:`_model_fill`). ``common_windows``: as the scan's.
     """
     rng = np.random.default_rng(seed)
     m, n = G.shape
@@ -160,7 +162,7 @@ def spectral_stage(G, K, *, counts, windows, n_starts, seed) -> SpectralStage:
     def scan(fill=None):
         return spectral_scan(
             G, K, sample=sample, rescore_sample=rescore, windows=windows, fill=fill,
-            counts=counts,
+            counts=counts, common_windows=common_windows,
             min_snps=min(MIN_MOMENT_SNPS, max(2 * K, n // 10)), n_starts=n_starts,
             seed=seed, progress=logger.info,
         )
@@ -382,8 +384,11 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
     rare_share = rare_allele_share(G, counts=counts)
     absent = premise_absent(rare_share) if refine == "auto" else None
     fit = dict(tol=tol, max_iter=max_iter, seed=seed, threads=threads, log=log)
+    # where rare alleles are plentiful, common SNPs' windows never won the scan
+    # and were its costliest passes (COMMON_WINDOW_END's note)
     run_spectral = functools.partial(spectral_stage, G, K, counts=counts,
-                                     windows=windows, n_starts=n_starts, seed=seed)
+                                     windows=windows, n_starts=n_starts, seed=seed,
+                                     common_windows=rare_share < MIN_RARE_SHARE)
     if absent is not None:
         outcome = _ml_without_spectral(G, K, absent, run_spectral=run_spectral, **fit)
     else:

@@ -278,6 +278,14 @@ def spectral_pass(
 
 #: Upper ends of the minor-allele-frequency windows tried for the moment SNPs.
 DEFAULT_WINDOWS = (0.02, 0.05, 0.1, 0.2, 0.5)
+#: Windows ending above this minor allele frequency hold common SNPs, whose
+#: alleles populations share. Where rare alleles are plentiful
+#: ``spectral_scan(..., common_windows=False)`` skips their passes (their SNPs
+#: still anchor the column space): on the 155 data sets of the choice grid
+#: and the realistic suite with at least 30% rare SNPs, and on coalescent
+#: data at K = 4-6 and ADAMIXTURE's demo data at K = 2-8, a common window
+#: never won the scan, and it was the costliest (docs/benchmarks.md).
+COMMON_WINDOW_END = 0.2
 #: Individuals below which :func:`spectral_scan` runs BLAS on one thread. Its
 #: BLAS calls are small (K x K cores, m x K products, batched subset
 #: solves) between the parallel numba kernels of the tensor eigenpairs and
@@ -480,6 +488,7 @@ def spectral_scan(
     counts=None,
     anchor=True,
     privacy_passes=0,
+    common_windows=True,
     n_starts=None,
     seed=None,
     progress=None,
@@ -527,6 +536,10 @@ def spectral_scan(
         the Balding-Nichols Q error from 0.113 to 0.046 but raised the
         paper's alpha = 1 error from 0.027 to 0.029 and alpha = 10's from
         0.044 to 0.045.
+    common_windows : bool
+        Run the passes of windows ending above :data:`COMMON_WINDOW_END`
+        (False: record them as skipped, unless no window ends below it; their
+        SNPs still anchor the column space).
     progress : callable, optional
         Called with a one-line message after each window.
 
@@ -552,6 +565,8 @@ def spectral_scan(
                                                                fill=fill)
             except ValueError as error:  # rank < K: every window would fail alike
                 logger.info("no column space to anchor the windows: %s", error)
+        skip_common = (not common_windows
+                       and any(end <= COMMON_WINDOW_END for end in windows))
         best = None
         scan = []
         whitenings = _window_whitenings(dosage, K, snps, flip, bins, len(windows), fill,
@@ -560,6 +575,9 @@ def spectral_scan(
         for b, (end, (n_window, white)) in enumerate(windows_whitened):
             entry = {"max_frequency": float(end), "snps": n_window}
             scan.append(entry)
+            if skip_common and end > COMMON_WINDOW_END:
+                entry["skipped"] = "common SNPs, where rare alleles are plentiful"
+                continue
             if n_window < min_snps or isinstance(white, str):
                 entry["skipped"] = "too few SNPs" if n_window < min_snps else white
                 continue
