@@ -565,19 +565,17 @@ def spectral_scan(
                                                                fill=fill)
             except ValueError as error:  # rank < K: every window would fail alike
                 logger.info("no column space to anchor the windows: %s", error)
-        skip_common = (not common_windows
-                       and any(end <= COMMON_WINDOW_END for end in windows))
+        scored = len(windows)  # the windows passed; the rest are recorded only
+        if not common_windows and any(end <= COMMON_WINDOW_END for end in windows):
+            scored = sum(end <= COMMON_WINDOW_END for end in windows)  # increasing
         best = None
         scan = []
-        whitenings = _window_whitenings(dosage, K, snps, flip, bins, len(windows), fill,
+        whitenings = _window_whitenings(dosage, K, snps, flip, bins, scored, fill,
                                         subspace)
-        windows_whitened = zip(windows, whitenings, strict=True)
+        windows_whitened = zip(windows[:scored], whitenings, strict=True)
         for b, (end, (n_window, white)) in enumerate(windows_whitened):
             entry = {"max_frequency": float(end), "snps": n_window}
             scan.append(entry)
-            if skip_common and end > COMMON_WINDOW_END:
-                entry["skipped"] = "common SNPs, where rare alleles are plentiful"
-                continue
             if n_window < min_snps or isinstance(white, str):
                 entry["skipped"] = "too few SNPs" if n_window < min_snps else white
                 continue
@@ -595,6 +593,10 @@ def spectral_scan(
             _record_window(entry, result, progress)
             if best is None or window_score(result) < window_score(best):
                 best = result
+        for b in range(scored, len(windows)):  # not whitened: no read of their SNPs
+            scan.append({"max_frequency": float(windows[b]),
+                         "snps": int(np.count_nonzero(bins <= b)),
+                         "skipped": "common SNPs, where rare alleles are plentiful"})
         if best is not None and best.Q is not None and subspace is not None:
             best = _privacy_passes(
                 dosage, K, best, subspace, privacy_passes, scan, progress, sample=sample,
