@@ -233,6 +233,9 @@ def fit_admixture(
     windows : sequence of float
         Upper ends of the minor-allele-frequency windows scanned for the
         moment SNPs (see :func:`admixspec.spectral.estimate.spectral_scan`).
+        Where at least 30% of SNPs are rare, windows ending above
+        :data:`~admixspec.spectral.estimate.COMMON_WINDOW_END` are recorded in
+        the scan but not scored, unless no window ends below it.
     n_starts : int, optional
         Random starts of the eigenpair solver (default: the solver's).
     threads : int, optional
