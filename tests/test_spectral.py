@@ -145,7 +145,7 @@ class TestAnchoredScan:
             if entry["max_frequency"] <= COMMON_WINDOW_END]
 
     def test_without_common_windows__a_scan_of_common_windows_alone_runs_them(self):
-        dosage, Q = _family_sharing(0, n_common=2000, n_rare=2000)
+        dosage, _ = _family_sharing(0, n_common=2000, n_rare=2000)
         rng = np.random.default_rng(0)
         sample, rescore = snp_sample(dosage, 2000, rng), snp_sample(dosage, 4000, rng)
         best, scan = spectral_scan(dosage, 3, sample=sample, rescore_sample=rescore,

@@ -565,9 +565,9 @@ def spectral_scan(
                                                                fill=fill)
             except ValueError as error:  # rank < K: every window would fail alike
                 logger.info("no column space to anchor the windows: %s", error)
-        scored = len(windows)  # the windows passed; the rest are recorded only
-        if not common_windows and any(end <= COMMON_WINDOW_END for end in windows):
-            scored = sum(end <= COMMON_WINDOW_END for end in windows)  # increasing
+        rare_windows = sum(end <= COMMON_WINDOW_END for end in windows)  # a prefix
+        # the windows passed; the rest are recorded only
+        scored = len(windows) if common_windows or not rare_windows else rare_windows
         best = None
         scan = []
         whitenings = _window_whitenings(dosage, K, snps, flip, bins, scored, fill,
