@@ -49,7 +49,6 @@ from ..ml.project import maximize_p
 from ..ml.refine import fit_ml
 from ..spectral.estimate import snp_sample, spectral_scan
 from .choice import (
-    MIN_RARE_SHARE,
     SECOND_LOOK_INDIVIDUALS,
     EstimatorChoice,
     choose_estimator,
@@ -382,14 +381,14 @@ def fit_default(G, K, *, refine, tol, max_iter, seed, windows, n_starts, threads
                                timings=timings, diagnostics=diagnostics,
                                path="single-population")
     rare_share = rare_allele_share(G, counts=counts)
-    absent = premise_absent(rare_share) if refine == "auto" else None
+    absent = premise_absent(rare_share)  # None where rare alleles are plentiful
     fit = dict(tol=tol, max_iter=max_iter, seed=seed, threads=threads, log=log)
     # where rare alleles are plentiful, common SNPs' windows never won the scan
     # and were its costliest passes (COMMON_WINDOW_END's note)
     run_spectral = functools.partial(spectral_stage, G, K, counts=counts,
                                      windows=windows, n_starts=n_starts, seed=seed,
-                                     common_windows=rare_share < MIN_RARE_SHARE)
-    if absent is not None:
+                                     common_windows=absent is not None)
+    if refine == "auto" and absent is not None:
         outcome = _ml_without_spectral(G, K, absent, run_spectral=run_spectral, **fit)
     else:
         spectral = run_spectral()
