@@ -130,6 +130,8 @@ SIMULATORS_K = ("coalescent", "bn")
 N_SNPS = {50: 40_000, 200: 20_000, 1000: 10_000}
 FST = 0.1
 BLOCK_RATE = 100.0
+#: A row's decision where the default's second look kept the spectral estimate.
+SECOND_LOOK_SPECTRAL = "second look: spectral"
 
 
 def use_k(k):
@@ -308,7 +310,7 @@ def rule_row(cell, replicate, *, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME
     Where the rare-allele share is under ``min_rare`` the default fits plain ML
     first (path ``ml-svd``, decision ``"ml-svd"``), which no cached fit holds,
     and its second look may keep the spectral estimate (path ``spectral``,
-    decision ``"second look: spectral"``): the error and CPU time are the
+    decision :data:`SECOND_LOOK_SPECTRAL`): the error and CPU time are the
     ``default`` stage's measurement when there is one.
     """
     cached = cached_fit(cell, replicate)
@@ -329,7 +331,7 @@ def rule_row(cell, replicate, *, radius=ANCHOR_RADIUS, min_near=MIN_NEAR_EXTREME
     if row["rare_allele_share"] < min_rare and plain and plain["path"] in (
             "ml-svd", "spectral"):
         row.update(decision="ml-svd" if plain["path"] == "ml-svd"
-                   else "second look: spectral", default_error=plain["error"],
+                   else SECOND_LOOK_SPECTRAL, default_error=plain["error"],
                    default_cpu=plain["cpu"])
     row["better_error"] = min(row["ml_error"], row["spectral_error"])
     row["ratio"] = row["default_error"] / row["better_error"]
@@ -409,7 +411,7 @@ def run_redefault(args):
     for cell, replicate in stage_datasets(args):
         reported = rule_row(cell, replicate)
         if reported is None or reported["decision"] in ("spectral",
-                                                        "second look: spectral"):
+                                                        SECOND_LOOK_SPECTRAL):
             continue
         if reported["decision"] == "ml-svd":
             loglik = measured_default(cell_name(cell), replicate)["loglik"]
@@ -654,7 +656,7 @@ def run_table(args):
         # to the tables' four decimals (the default's ML, one fit screened among the
         # spectral and SVD starts, reaches the cached fit's optimum by another path)
         implied = [(row, m) for row, m in measured
-                   if row["decision"] not in ("ml-svd", "second look: spectral")]
+                   if row["decision"] not in ("ml-svd", SECOND_LOOK_SPECTRAL)]
         same = sum(abs(row["default_error"] - m["error"]) < 5e-5
                    and (row["decision"] == "spectral") == (m["path"] == "spectral")
                    for row, m in implied)

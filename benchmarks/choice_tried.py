@@ -552,6 +552,14 @@ def second_look(Q_ml, Q_spectral, ml_corner, spread_rank, max_spread):
     return True, step == "spectral"
 
 
+def look_statistics(result):
+    """The second look's statistics in a default's record, rounded (those it got to)."""
+    statistics = result.diagnostics["choice"]["statistics"]
+    return {key: np.round(statistics[key], 3).tolist()
+            for key in ("ml_corner_reach", "cluster_excess", "spectral_spread")
+            if key in statistics}
+
+
 def run_premise_absent(args):
     """The second look on the Balding-Nichols cells, then the default on real data."""
     items = []
@@ -616,13 +624,11 @@ def run_premise_absent(args):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 result = fit_admixture(G, K, seed=0, threads=1)
-            statistics = result.diagnostics["choice"]["statistics"]
-            print(json.dumps({"data": name, "K": K, "path": result.path} | {
-                key: np.round(statistics[key], 3).tolist() for key in (
-                    "ml_corner_reach", "cluster_excess", "spectral_spread")
-                if key in statistics} | {"seconds": {
-                    key: round(value, 2) for key, value in result.timings.items()}}),
-                flush=True)
+            print(json.dumps({"data": name, "K": K, "path": result.path}
+                             | look_statistics(result) | {"seconds": {
+                                 key: round(value, 2)
+                                 for key, value in result.timings.items()}}),
+                  flush=True)
 
 
 def run_ascertained(args):
@@ -640,16 +646,12 @@ def run_ascertained(args):
                 Q_ml = fit_ml(G, 3, seed=0, threads=1).Q
                 spectral = fit_admixture(G, 3, seed=0, refine=False, threads=1)
                 default = fit_admixture(G, 3, seed=0, threads=1)
-            statistics = default.diagnostics["choice"]["statistics"]
             print(json.dumps({
                 "cell": choice_grid.cell_name(cell), "replicate": replicate,
                 "snps": int(common.sum()), "ml": round(q_error(Q_true, Q_ml), 4),
                 "spectral": round(q_error(Q_true, spectral.Q), 4),
                 "default": round(q_error(Q_true, default.Q), 4),
-                "path": default.path} | {
-                    key: np.round(statistics[key], 3).tolist() for key in (
-                        "ml_corner_reach", "cluster_excess", "spectral_spread")
-                    if key in statistics}), flush=True)
+                "path": default.path} | look_statistics(default)), flush=True)
 
 
 def main(argv=None):
