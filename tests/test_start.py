@@ -9,7 +9,7 @@ from scipy.optimize import lsq_linear
 from admixspec import fit_ml, loglikelihood, q_error, simulate_balding_nichols
 from admixspec.core.frequencies import allele_frequencies
 from admixspec.core.parameters import P_MAX, P_MIN, Q_MIN
-from admixspec.ml._kernels.least_squares import box_ls_p_rows
+from admixspec.ml._kernels.least_squares import MAX_CACHED_K, box_ls_p_rows
 from admixspec.ml.start import (
     SubspaceStart,
     _ridged_inverse,
@@ -51,15 +51,18 @@ def _factors(G, r, seed=0):
 
 
 class TestRowSolver:
-    def test_box_rows__match_bounded_least_squares(self):
+    # up to MAX_CACHED_K the rows share the free sets' inverses; above it each
+    # row factors its own system
+    @pytest.mark.parametrize("K", [5, MAX_CACHED_K + 1])
+    def test_box_rows__match_bounded_least_squares(self, K):
         rng = np.random.default_rng(0)
-        A = rng.random((30, 5))
+        A = rng.random((30, K))
         Y = rng.normal(0.5, 0.6, size=(200, 30))  # many rows hit a bound
         C, B = A.T @ A, Y @ A
-        X0 = np.full((200, 5), 0.5)
+        X0 = np.full((200, K), 0.5)
         # the P step's kernel with b = B: no frequency term, V = B, M = I
         X = np.empty_like(X0)
-        box_ls_p_rows(np.zeros(200), np.zeros(5), B, np.eye(5), *_ridged_inverse(C),
+        box_ls_p_rows(np.zeros(200), np.zeros(K), B, np.eye(K), *_ridged_inverse(C),
                       P_MIN, P_MAX, X0, X, 1)
         expected = np.array([lsq_linear(A, y, bounds=(P_MIN, P_MAX), tol=1e-12).x
                              for y in Y])

@@ -3,9 +3,11 @@
 Called by :mod:`admixspec.ml.start`: :func:`constrained_ls_rows` for the rows
 of a Q step whose unconstrained solution leaves the simplex, and
 :func:`box_ls_p_rows` for a whole P step. Each row outside its bounds is one
-small quadratic programme solved by the block-relaxation map's primal
-active-set method (:func:`admixspec.ml._kernels.newton.active_set_step`),
-warm-started at the bounds that held the row's previous solution.
+small quadratic programme solved by a primal active-set method, warm-started
+at the bounds that held the row's previous solution: the block-relaxation
+map's (:func:`admixspec.ml._kernels.newton.active_set_step`), or, in the P
+step, where every row shares one matrix, :func:`_box_row`, which reuses the
+inverse of each free set's submatrix across the rows.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ from .newton import active_set_step, qp_scratch
 
 #: Distance from a bound within which a previous solution's entry counts as on it.
 AT_BOUND = 1e-9
+#: Largest K whose free sets' inverses the P step keeps (2^K of K x K per
+#: thread: 0.8 MB at 10); above it every row is solved by factoring.
+MAX_CACHED_K = 10
+#: Active-set passes per row beyond K (each adds or releases at least one bound).
+_EXTRA_PASSES = 3
+#: :func:`_box_row`'s record of a free set: inverse not computed, computed, singular.
+_UNKNOWN, _INVERTED, _SINGULAR = 0, 1, 2
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -80,6 +89,128 @@ def constrained_ls_rows(X0, B, C, lower, upper, simplex, X_out, n_threads):
             _solve_row(X0[r], B[r], C, lower, upper, simplex, scratch, X_out[r])
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _invert_free(C, free, factor, inverse):
+    """``inverse[F, F] = C[F, F]^-1`` (zero elsewhere) for the free set ``F``.
+
+    ``free`` is a bit mask of the free entries; ``factor`` (K, K) is scratch
+    for the Cholesky factor. Returns False when ``C[F, F]`` is not positive
+    definite.
+    """
+    K = C.shape[0]
+    idx = np.empty(K, np.int64)
+    n = 0
+    for k in range(K):
+        if free >> k & 1:
+            idx[n] = k
+            n += 1
+    for a in range(n):
+        for c in range(a + 1):
+            s = C[idx[a], idx[c]]
+            for e in range(c):
+                s -= factor[a, e] * factor[c, e]
+            if a == c:
+                if s <= 0.0:
+                    return False
+                factor[a, a] = np.sqrt(s)
+            else:
+                factor[a, c] = s / factor[c, c]
+    # L^-1 column by column, then C_FF^-1 = L^-T L^-1
+    l_inv = np.zeros((n, n))
+    for c in range(n):
+        l_inv[c, c] = 1.0 / factor[c, c]
+        for a in range(c + 1, n):
+            s = 0.0
+            for e in range(c, a):
+                s -= factor[a, e] * l_inv[e, c]
+            l_inv[a, c] = s / factor[a, a]
+    inverse[:, :] = 0.0
+    for a in range(n):
+        for c in range(a + 1):
+            s = 0.0
+            for e in range(a, n):
+                s += l_inv[e, a] * l_inv[e, c]
+            inverse[idx[a], idx[c]] = s
+            inverse[idx[c], idx[a]] = s
+    return True
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _box_row(x0, b, C, lower, upper, inverses, known, factor, x, rhs, x_out):
+    """``argmin x'Cx/2 - b'x`` over the box ``[lower, upper]^K``, from ``x0``'s bounds.
+
+    The primal active-set method of
+    :func:`~admixspec.ml._kernels.newton.active_set_step` with the bounds
+    held as bit masks: the free entries solve ``C_FF x_F = b_F - C_FA x_A``
+    with the free set's inverse from ``inverses`` (computed on first use,
+    ``known`` records which). Returns False, writing nothing, when a free
+    set's submatrix is singular (the caller then factors the row's own
+    system).
+    """
+    K = x0.shape[0]
+    full = (1 << K) - 1
+    low = 0
+    high = 0
+    for k in range(K):
+        if x0[k] - lower <= AT_BOUND:
+            low |= 1 << k
+        elif upper - x0[k] <= AT_BOUND:
+            high |= 1 << k
+    for _ in range(K + _EXTRA_PASSES):
+        free = full & ~(low | high)
+        if known[free] == _UNKNOWN:
+            known[free] = (_INVERTED if _invert_free(C, free, factor, inverses[free])
+                           else _SINGULAR)
+        if known[free] == _SINGULAR:
+            return False
+        for k in range(K):
+            x[k] = lower if low >> k & 1 else upper if high >> k & 1 else 0.0
+        for c in range(K):
+            r = b[c]
+            if free >> c & 1:
+                for e in range(K):
+                    if not free >> e & 1:
+                        r -= C[c, e] * x[e]
+            rhs[c] = r
+        inverse = inverses[free]
+        for a in range(K):
+            if free >> a & 1:
+                s = 0.0
+                for c in range(K):
+                    s += inverse[a, c] * rhs[c]
+                x[a] = s
+        added = False
+        for k in range(K):
+            if free >> k & 1:
+                if x[k] < lower:
+                    low |= 1 << k
+                    added = True
+                elif x[k] > upper:
+                    high |= 1 << k
+                    added = True
+        if added:
+            continue
+        # release the bound whose multiplier has the wrong sign most strongly
+        worst = -1
+        worst_r = 0.0
+        for k in range(K):
+            if not free >> k & 1:
+                g = b[k]
+                for e in range(K):
+                    g -= C[k, e] * x[e]
+                r = -g if low >> k & 1 else g  # > 0 when the bound holds x_k back
+                if r < worst_r:
+                    worst_r = r
+                    worst = k
+        if worst < 0:
+            break
+        low &= ~(1 << worst)
+        high &= ~(1 << worst)
+    for k in range(K):
+        x_out[k] = min(max(x[k], lower), upper)
+    return True
+
+
 @numba.njit(parallel=True, cache=True, nogil=True, error_model="numpy")
 def box_ls_p_rows(f, q_sum, V, M, C, C_inv, lower, upper, X0, X_out, n_threads):
     """The subspace ALS's P step: every SNP's box-constrained least-squares row.
@@ -112,9 +243,16 @@ def box_ls_p_rows(f, q_sum, V, M, C, C_inv, lower, upper, X0, X_out, n_threads):
     n, K = X0.shape
     r = V.shape[1]
     invertible = C_inv.shape[0] == K
+    cached = K <= MAX_CACHED_K
+    sets = 1 << K if cached else 1
     for t in numba.prange(n_threads):
         scratch = _bounded_scratch(K, lower, upper)
         b = np.empty(K)
+        x = np.empty(K)
+        rhs = np.empty(K)
+        factor = np.empty((K, K))
+        inverses = np.empty((sets, K, K))
+        known = np.zeros(sets, np.int8)
         for j in range(t * n // n_threads, (t + 1) * n // n_threads):
             for k in range(K):
                 s = f[j] * q_sum[k]
@@ -129,5 +267,7 @@ def box_ls_p_rows(f, q_sum, V, M, C, C_inv, lower, upper, X0, X_out, n_threads):
                         s += b[e] * C_inv[e, k]
                     X_out[j, k] = s
                     inside = inside and lower <= s <= upper
-            if not inside:
+            if not inside and not (cached and _box_row(X0[j], b, C, lower, upper,
+                                                       inverses, known, factor, x,
+                                                       rhs, X_out[j])):
                 _solve_row(X0[j], b, C, lower, upper, False, scratch, X_out[j])
