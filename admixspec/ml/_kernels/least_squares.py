@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .newton import active_set_step, qp_scratch
+from .newton import _cholesky_solve, _substitute, active_set_step, qp_scratch
 
 #: Distance from a bound within which a previous solution's entry counts as on it.
 AT_BOUND = 1e-9
@@ -94,8 +94,9 @@ def _invert_free(C, free, factor, inverse):
     """``inverse[F, F] = C[F, F]^-1`` (zero elsewhere) for the free set ``F``.
 
     ``free`` is a bit mask of the free entries; ``factor`` (K, K) is scratch
-    for the Cholesky factor. Returns False when ``C[F, F]`` is not positive
-    definite.
+    for the Cholesky factor (the Newton step's
+    :func:`~admixspec.ml._kernels.newton._cholesky_solve`). Returns False when
+    ``C[F, F]`` is not positive definite.
     """
     K = C.shape[0]
     idx = np.empty(K, np.int64)
@@ -104,35 +105,43 @@ def _invert_free(C, free, factor, inverse):
         if free >> k & 1:
             idx[n] = k
             n += 1
-    for a in range(n):
-        for c in range(a + 1):
-            s = C[idx[a], idx[c]]
-            for e in range(c):
-                s -= factor[a, e] * factor[c, e]
-            if a == c:
-                if s <= 0.0:
-                    return False
-                factor[a, a] = np.sqrt(s)
-            else:
-                factor[a, c] = s / factor[c, c]
-    # L^-1 column by column, then C_FF^-1 = L^-T L^-1
-    l_inv = np.zeros((n, n))
-    for c in range(n):
-        l_inv[c, c] = 1.0 / factor[c, c]
-        for a in range(c + 1, n):
-            s = 0.0
-            for e in range(c, a):
-                s -= factor[a, e] * l_inv[e, c]
-            l_inv[a, c] = s / factor[a, a]
+    factor[:, :] = C
+    unit = np.zeros(K)
+    column = np.empty(K)
     inverse[:, :] = 0.0
-    for a in range(n):
-        for c in range(a + 1):
-            s = 0.0
-            for e in range(a, n):
-                s += l_inv[e, a] * l_inv[e, c]
-            inverse[idx[a], idx[c]] = s
-            inverse[idx[c], idx[a]] = s
+    for c in range(n):
+        unit[:] = 0.0
+        unit[c] = 1.0
+        if c == 0:
+            if not _cholesky_solve(factor, n, idx, unit, column):
+                return False
+        else:  # the factor is in place: substitution only
+            _substitute(factor, n, idx, unit, column)
+        for a in range(n):
+            inverse[idx[a], idx[c]] = column[a]
     return True
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def _wrong_bound(b, C, x, free, low):
+    """The held entry whose multiplier is most wrongly signed, or -1 when none is.
+
+    An entry's multiplier is the gradient ``b - C x`` it is held against: it
+    should push a low entry down and a high one up.
+    """
+    worst = -1
+    most = 0.0
+    for k in range(x.shape[0]):
+        if not free >> k & 1:
+            push = b[k]
+            for e in range(x.shape[0]):
+                push -= C[k, e] * x[e]
+            if low >> k & 1:
+                push = -push
+            if push < most:
+                most = push
+                worst = k
+    return worst
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -179,29 +188,16 @@ def _box_row(x0, b, C, lower, upper, inverses, known, factor, x, rhs, x_out):
                 for c in range(K):
                     s += inverse[a, c] * rhs[c]
                 x[a] = s
-        added = False
+        held = low | high
         for k in range(K):
             if free >> k & 1:
                 if x[k] < lower:
                     low |= 1 << k
-                    added = True
                 elif x[k] > upper:
                     high |= 1 << k
-                    added = True
-        if added:
+        if low | high != held:  # a free entry left the box: hold it there
             continue
-        # release the bound whose multiplier has the wrong sign most strongly
-        worst = -1
-        worst_r = 0.0
-        for k in range(K):
-            if not free >> k & 1:
-                g = b[k]
-                for e in range(K):
-                    g -= C[k, e] * x[e]
-                r = -g if low >> k & 1 else g  # > 0 when the bound holds x_k back
-                if r < worst_r:
-                    worst_r = r
-                    worst = k
+        worst = _wrong_bound(b, C, x, free, low)
         if worst < 0:
             break
         low &= ~(1 << worst)
