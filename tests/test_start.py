@@ -9,7 +9,11 @@ from scipy.optimize import lsq_linear
 from admixspec import fit_ml, loglikelihood, q_error, simulate_balding_nichols
 from admixspec.core.frequencies import allele_frequencies
 from admixspec.core.parameters import P_MAX, P_MIN, Q_MIN
-from admixspec.ml._kernels.least_squares import MAX_CACHED_K, box_ls_p_rows
+from admixspec.ml._kernels.least_squares import (
+    MAX_CACHED_K,
+    box_ls_p_rows,
+    constrained_ls_rows,
+)
 from admixspec.ml.start import (
     SubspaceStart,
     _ridged_inverse,
@@ -68,6 +72,23 @@ class TestRowSolver:
                              for y in Y])
         assert np.mean((X <= P_MIN + 1e-12) | (X >= P_MAX - 1e-12)) > 0.2
         np.testing.assert_allclose(X, expected, atol=1e-7)
+
+    def test_box_rows__with_a_singular_free_block_are_solved_by_factoring(self):
+        # a component no row informs (a zero column) leaves C singular without
+        # its ridge: free sets holding it have no inverse, and their rows take
+        # the factoring solver, which every row of constrained_ls_rows takes
+        rng = np.random.default_rng(2)
+        A = rng.random((30, 4))
+        A[:, 2] = 0.0
+        Y = rng.normal(0.5, 0.6, size=(200, 30))
+        C, B = A.T @ A, Y @ A
+        X0 = np.full((200, 4), 0.5)
+        X = np.empty_like(X0)
+        box_ls_p_rows(np.zeros(200), np.zeros(4), B, np.eye(4), C, np.empty((0, 0)),
+                      P_MIN, P_MAX, X0, X, 1)
+        factored = np.empty_like(X0)
+        constrained_ls_rows(X0, B, C, P_MIN, P_MAX, False, factored, 1)
+        np.testing.assert_array_equal(X, factored)
 
     def test_simplex_rows__satisfy_the_optimality_conditions(self):
         # min x'Cx/2 - b'x over {x >= Q_MIN, sum x = 1}: the gradient C x - b is

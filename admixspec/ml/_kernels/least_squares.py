@@ -15,15 +15,19 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .newton import _cholesky_solve, _substitute, active_set_step, qp_scratch
+from .newton import (
+    _MAX_ACTIVE_SET,
+    _cholesky_solve,
+    _substitute,
+    active_set_step,
+    qp_scratch,
+)
 
 #: Distance from a bound within which a previous solution's entry counts as on it.
 AT_BOUND = 1e-9
 #: Largest K whose free sets' inverses the P step keeps (2^K of K x K per
 #: thread: 0.8 MB at 10); above it every row is solved by factoring.
 MAX_CACHED_K = 10
-#: Active-set passes per row beyond K (each adds or releases at least one bound).
-_EXTRA_PASSES = 3
 #: :func:`_box_row`'s record of a free set: inverse not computed, computed, singular.
 _UNKNOWN, _INVERTED, _SINGULAR = 0, 1, 2
 
@@ -165,7 +169,7 @@ def _box_row(x0, b, C, lower, upper, inverses, known, factor, x, rhs, x_out):
             low |= 1 << k
         elif upper - x0[k] <= AT_BOUND:
             high |= 1 << k
-    for _ in range(K + _EXTRA_PASSES):
+    for _ in range(K + _MAX_ACTIVE_SET):  # as many passes as active_set_step
         free = full & ~(low | high)
         if known[free] == _UNKNOWN:
             known[free] = (_INVERTED if _invert_free(C, free, factor, inverses[free])
