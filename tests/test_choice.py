@@ -215,6 +215,19 @@ class TestAgainstTruth:
         assert cluster_excess(cloud.genotypes.dosage, 3, seed=0) == \
             cluster_excess(cloud.genotypes.dosage, 3, seed=0)
 
+    def test_second_look__runs_wherever_ml_misses_a_corner(self):
+        # spurious corners: ML can push a few of an admixed cloud to some of the
+        # corners (50 individuals at Dirichlet(10): five at 0.99998 in two of
+        # three components), so only a fit at every corner skips the look
+        first = premise_absent(MIN_RARE_SHARE / 2)
+        cloud = np.random.default_rng(5).dirichlet([10, 10, 10], 60)
+        two_corners = np.vstack([np.eye(3)[[0, 1]].repeat(5, axis=0), cloud])
+        step, choice = second_look(two_corners, first)
+        assert choice.statistics["ml_components_at_corner"] == 2
+        assert step == "cluster"
+        assert second_look(np.vstack([np.eye(3).repeat(5, axis=0), cloud]),
+                           first)[0] == "ml"
+
     def test_second_look__ends_at_ml_saying_why_when_a_step_cannot_run(self):
         first = premise_absent(MIN_RARE_SHARE / 2)
         cloud = np.random.default_rng(5).dirichlet([10, 10, 10], 60)

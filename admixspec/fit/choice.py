@@ -54,8 +54,8 @@ So the rule asks three questions that need no refit:
 Where the first question answers maximum likelihood, the answer is checked
 once it is fitted (:func:`second_look`). Without anchors ML runs to the
 corners on any data (Balding-Nichols drift at Dirichlet(10): Q error up to 3x
-the spectral estimate's), so when plain ML's Q reaches fewer than half of its
-corners (:data:`ML_CORNER`), the individuals form a single unclustered cloud
+the spectral estimate's), so when plain ML's Q misses any of its corners
+(:data:`ML_CORNER`), the individuals form a single unclustered cloud
 (:func:`cluster_excess` at most :data:`CLUSTER_EXCESS`) and the spectral
 estimate puts nobody near a corner either (:data:`MAX_SPREAD`), the spectral
 estimate is kept. The cluster gate is what keeps real array data with
@@ -130,14 +130,18 @@ CORNER_RANK = 5
 CORNER_REACH = 0.76
 #: Proportion the :data:`CORNER_RANK`-th individual of plain ML's Q must reach
 #: for its component to count as at its corner; the second look runs when
-#: fewer than half do.
+#: any component is not. Asked only where fewer than half were, the look
+#: missed ML's spurious corners: at 50 individuals and Dirichlet(10) ML put
+#: five individuals at 0.99998 in two of three components (docs/benchmarks.md,
+#: "The second look wherever ML misses a corner").
 ML_CORNER = 0.95
 #: Largest excess of the individuals' k-means R^2 over a Gaussian sample's
 #: (:func:`cluster_excess`) for the second look to go on. Measured
 #: (docs/benchmarks.md): the 12 Balding-Nichols data sets where the look kept
 #: the spectral estimate -0.08 to 0.05; 1000 Genomes at K = 5-8 0.51-0.58 and
-#: its 379 Europeans at K = 3-5 0.31-0.35, where plain ML reaches fewer than
-#: half of its corners (HapMap3 reaches them at K = 2-5).
+#: its 379 Europeans at K = 3-5 0.31-0.35, where plain ML misses corners
+#: (HapMap3 at K = 2-5, 1000 Genomes at K = 2-4 and its Europeans at K = 2
+#: reach all of theirs).
 CLUSTER_EXCESS = 0.1
 #: Rank of the spectral proportion that the second look compares with
 #: :data:`MAX_SPREAD`.
@@ -598,7 +602,7 @@ def second_look(Q_ml, first: EstimatorChoice, *, excess=None, Q_spectral=None,
                  f"so maximum likelihood first, then a second look: its Q has its "
                  f"{corner_rank} highest proportions at {ml_corner:g} or more in "
                  f"{reached} of {K} components"]
-    step = "ml" if 2 * reached >= K else "cluster"
+    step = "ml" if reached == K else "cluster"
     if step == "cluster" and excess is not None:
         r2, extra = excess
         statistics.update(cluster_r2=r2, cluster_excess=extra)

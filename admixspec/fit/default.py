@@ -21,8 +21,8 @@ Paths (reported in :attr:`~admixspec.fit.result.AdmixtureResult.path` and the ru
     With ``refine="auto"``, too few rare alleles for the spectral premise
     (:func:`admixspec.fit.choice.premise_absent`): plain maximum likelihood
     (:func:`admixspec.ml.refine.fit_ml` from its SVD starts, as ``init="svd"``),
-    decided before the spectral stage, which is skipped unless the fit reaches
-    fewer than half of its corners in an unclustered cohort
+    decided before the spectral stage, which is skipped unless the fit misses
+    one of its corners in an unclustered cohort
     (:func:`admixspec.fit.choice.second_look`); where that look keeps the
     spectral estimate, the path is ``spectral``.
 
