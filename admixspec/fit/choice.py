@@ -139,9 +139,9 @@ ML_CORNER = 0.95
 #: (:func:`cluster_excess`) for the second look to go on. Measured
 #: (docs/benchmarks.md): the 12 Balding-Nichols data sets where the look kept
 #: the spectral estimate -0.08 to 0.05; 1000 Genomes at K = 5-8 0.51-0.58 and
-#: its 379 Europeans at K = 3-5 0.31-0.35, where plain ML misses corners
-#: (HapMap3 at K = 2-5, 1000 Genomes at K = 2-4 and its Europeans at K = 2
-#: reach all of theirs).
+#: its 379 Europeans at K = 3-5 0.31-0.35, HapMap3 at K = 4-5 0.44-0.48 and
+#: 1000 Genomes at K = 4 0.46, where plain ML misses corners (HapMap3 and 1000
+#: Genomes at K = 2-3 and the Europeans at K = 2 reach all of theirs).
 CLUSTER_EXCESS = 0.1
 #: Rank of the spectral proportion that the second look compares with
 #: :data:`MAX_SPREAD`.
