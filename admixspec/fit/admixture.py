@@ -233,7 +233,8 @@ def fit_admixture(
     windows : sequence of float
         Upper ends of the minor-allele-frequency windows scanned for the
         moment SNPs (see :func:`admixspec.spectral.estimate.spectral_scan`).
-        Where at least 30% of SNPs are rare, windows ending above
+        Where rare alleles are plentiful (a rare-allele share of at least
+        :data:`~admixspec.fit.choice.MIN_RARE_SHARE`), windows ending above
         :data:`~admixspec.spectral.estimate.COMMON_WINDOW_END` are recorded in
         the scan but not scored, unless no window ends below it.
     n_starts : int, optional
