@@ -7,7 +7,13 @@ import pytest
 
 from admixspec import UsageError, fit_admixture, fit_ml, simulate_balding_nichols
 from admixspec.core import validation
-from admixspec.core.validation import Dosage, Interval, Options, validate_params
+from admixspec.core.validation import (
+    Dosage,
+    Increasing,
+    Interval,
+    Options,
+    validate_params,
+)
 
 
 @pytest.fixture
@@ -66,6 +72,19 @@ class TestConstraints:
         with pytest.raises(UsageError, match=message):
             constraint.check("tol", value)
 
+    @pytest.mark.parametrize("value", [(0.1, 0.05), (0.05, 0.05), (), (-0.1,), (0.7,),
+                                       (float("nan"),), ("a",), "0.1", 0.1, None])
+    def test_increasing__refuses_all_but_rising_numbers_in_range(self, value):
+        windows = Increasing(Interval(float, 0, 0.5, closed="right"))
+        message = (r"windows must be a non-empty, strictly increasing sequence of "
+                   r"numbers in \(0, 0.5\]")
+        with pytest.raises(UsageError, match=message):
+            windows.check("windows", value)
+
+    def test_increasing__passes_rising_numbers_on_as_a_tuple(self):
+        windows = Increasing(Interval(float, 0, 0.5, closed="right"))
+        assert windows.check("windows", np.array([0.02, 0.5])) == (0.02, 0.5)
+
     def test_none__only_where_allowed(self):
         assert Interval(int, 1, allow_none=True).check("threads", None) is None
         with pytest.raises(UsageError):
@@ -96,3 +115,17 @@ class TestConstraints:
             fit_admixture(G, 2, refine="always")
         with pytest.raises(UsageError, match="method must be one of"):
             fit_admixture(G, 2, method="em")
+
+    @pytest.mark.parametrize(("argument", "value", "message"), [
+        ("windows", (0.1, 0.05), "windows must be a non-empty, strictly increasing"),
+        ("windows", (), "windows must be a non-empty, strictly increasing"),
+        ("seed", -1, "seed must be non-negative, got -1"),
+        ("seed", 1.5, "seed must be non-negative, got 1.5"),
+        ("n_starts", 1, "n_starts must be an integer >= 2, got 1"),
+    ])
+    def test_public_fit__usage_error_for_a_bad_setting(self, argument, value, message):
+        # before these were declared: windows=() raised max()'s ValueError deep
+        # in the scan, (0.1, 0.05) fitted without a word, seed=-1 raised NumPy's
+        G = simulate_balding_nichols(10, 50, 2, seed=1).genotypes
+        with pytest.raises(UsageError, match=message):
+            fit_admixture(G, 2, **{argument: value})

@@ -35,8 +35,10 @@ from .exceptions import UsageError
 __all__ = [
     "Constraint",
     "Dosage",
+    "Increasing",
     "Interval",
     "Options",
+    "SEED",
     "inputs_checked",
     "validate_params",
 ]
@@ -159,6 +161,59 @@ class Options(Constraint):
 
     def describe(self) -> str:
         return "one of " + ", ".join(repr(value) for value in self.values)
+
+
+class Increasing(Constraint):
+    """A non-empty, strictly increasing sequence of numbers, each in ``interval``.
+
+    Parameters
+    ----------
+    interval : Interval
+        What each number may be.
+
+    Examples
+    --------
+    >>> windows = Increasing(Interval(float, 0, 0.5, closed="right"))
+    >>> windows.check("windows", [0.02, 0.05])
+    (0.02, 0.05)
+    >>> windows.check("windows", (0.1, 0.05))  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.UsageError: windows must be a non-empty, strictly
+    increasing sequence of numbers in (0, 0.5]; got (0.1, 0.05)
+    """
+
+    def __init__(self, interval: Interval):
+        self.interval = interval
+
+    def check(self, name, value):
+        # a string is a sequence too, and its characters are not numbers
+        values = None if isinstance(value, str | bytes) else _as_tuple(value)
+        try:
+            values = tuple(self.interval.check(name, number) for number in values)
+        except (TypeError, UsageError):
+            values = None
+        if not values or any(b <= a for a, b in zip(values, values[1:], strict=False)):
+            raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
+        return values
+
+    def describe(self) -> str:
+        return ("a non-empty, strictly increasing sequence of numbers "
+                f"{self.interval.describe()}")
+
+
+def _as_tuple(value):
+    """``value``'s items as a tuple, or None when it is not iterable."""
+    try:
+        return tuple(value)
+    except TypeError:
+        return None
+
+
+#: A random seed: None (fresh entropy) or a non-negative integer, what
+#: :func:`numpy.random.default_rng` takes (a negative one raised NumPy's
+#: error from deep inside a fit).
+SEED = Interval(int, 0, allow_none=True)
 
 
 def check_dosage(value):

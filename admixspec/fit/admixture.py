@@ -44,7 +44,14 @@ from ..backends import default_device
 from ..core.exceptions import UsageError
 from ..core.filters import check_K
 from ..core.threads import thread_limit
-from ..core.validation import Dosage, Interval, Options, validate_params
+from ..core.validation import (
+    SEED,
+    Dosage,
+    Increasing,
+    Interval,
+    Options,
+    validate_params,
+)
 from ..spectral.estimate import DEFAULT_WINDOWS
 from .choice import premise_absent
 from .default import rare_allele_share
@@ -157,6 +164,9 @@ def _needs_no_spectral_stage(options: FitOptions, genotypes, counts) -> bool:
     "chunk_size": Interval(int, 1),
     "runs": Interval(int, 1),
     "projection_correction": Options("auto", True, False),
+    "seed": SEED,
+    "windows": Increasing(Interval(float, 0, 0.5, closed="right")),
+    "n_starts": Interval(int, 2, allow_none=True),
 })
 def fit_admixture(
     genotypes,

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.metrics import match_components
-from ..core.validation import Dosage, Interval, validate_params
+from ..core.validation import SEED, Dosage, Interval, validate_params
 from .likelihood import loglikelihood
 from .refine import fit_ml
 
@@ -43,7 +43,7 @@ class BootstrapResult(NamedTuple):
                   "n_replicates": Interval(int, 2),
                   "block_size": Interval(int, 1, allow_none=True),
                   "tol": Interval(float, 0, closed="neither", allow_none=True),
-                  "threads": Interval(int, 1, allow_none=True)})
+                  "threads": Interval(int, 1, allow_none=True), "seed": SEED})
 def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200,
               block_size: int | None = None, seed=None, fit: Callable | None = None,
               tol: float | None = None, threads: int | None = None) -> BootstrapResult:

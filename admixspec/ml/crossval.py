@@ -23,7 +23,7 @@ import numpy as np
 
 from ..core.parameters import check_params
 from ..core.threads import thread_limit
-from ..core.validation import Dosage, Interval, validate_params
+from ..core.validation import SEED, Dosage, Interval, validate_params
 from ._kernels.likelihood import deviance_kernel, mask_fold_kernel
 from .likelihood import loglikelihood
 from .refine import fit_ml
@@ -60,7 +60,7 @@ def format_cv(K: int, result: CVResult) -> str:
 
 @validate_params({"dosage": Dosage(), "K": Interval(int, 1), "folds": Interval(int, 2),
                   "tol": Interval(float, 0, closed="neither", allow_none=True),
-                  "threads": Interval(int, 1, allow_none=True)})
+                  "threads": Interval(int, 1, allow_none=True), "seed": SEED})
 def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
                    fit: Callable | None = None, start=None, tol: float | None = None,
                    threads: int | None = None) -> CVResult:

@@ -26,7 +26,7 @@ from ..core.exceptions import ConvergenceWarning, InputError, UsageError
 from ..core.frequencies import allele_frequencies, least_squares_p, least_squares_q
 from ..core.parameters import P_MAX, P_MIN, clip_proportions
 from ..core.threads import thread_limit
-from ..core.validation import Dosage, Interval, validate_params
+from ..core.validation import SEED, Dosage, Interval, validate_params
 from .likelihood import Engine, make_engine
 from .refine import MLResult, _Fixed, accelerated_em
 
@@ -190,7 +190,7 @@ def _parse_labels(labels, m):
 @validate_params({"dosage": Dosage(), "K": Interval(int, 1, allow_none=True),
                   "tol": Interval(float, 0, closed="neither"),
                   "max_iter": Interval(int, 1),
-                  "threads": Interval(int, 1, allow_none=True)})
+                  "threads": Interval(int, 1, allow_none=True), "seed": SEED})
 def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
                    max_iter: int = 1000, seed=None, threads: int | None = None,
                    callback=None) -> SupervisedResult:

@@ -58,7 +58,7 @@ from ..core.frequencies import least_squares_p, least_squares_q
 from ..core.parameters import P_MAX, P_MIN, check_params, clip_proportions
 from ..core.result import FitResult
 from ..core.threads import serial_blas, thread_limit
-from ..core.validation import Dosage, Interval, Options, validate_params
+from ..core.validation import SEED, Dosage, Interval, Options, validate_params
 from .initial import random_init
 from .likelihood import Engine, make_engine
 from .newton import BlockNewton
@@ -609,6 +609,7 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
     "starts": Interval(int, 1, allow_none=True),
     "screen_iter": Interval(int, 0, allow_none=True),
     "secants": Interval(int, 1, allow_none=True),
+    "seed": SEED,
 })
 def fit_ml(
     dosage,
