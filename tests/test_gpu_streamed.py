@@ -142,7 +142,7 @@ _SCRIPT = textwrap.dedent(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             fits[device] = fit_admixture(streamed, 2, method="ml", seed=0, max_iter=4,
-                                         n_starts=1, reference_size=20, device=device)
+                                         reference_size=20, device=device)
     cpu, gpu = fits["cpu"], fits["cuda"]
     out["fit"] = {"path": [cpu.path, gpu.path], "loglik": rel(cpu.loglik, gpu.loglik),
                   "Q": gap([cpu.Q], [gpu.Q]), "P": gap([cpu.P], [gpu.P]),
@@ -159,7 +159,7 @@ _SCRIPT = textwrap.dedent(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             joint[device] = fit_admixture(streamed, 2, method="ml", seed=0, max_iter=4,
-                                          n_starts=1, device=device)
+                                          device=device)
     out["joint"] = {"path": [joint["cpu"].path, joint["cuda"].path],
                     "loglik": [joint["cpu"].loglik, joint["cuda"].loglik],
                     "projected": [cpu.loglik, gpu.loglik], "engines": list(made)}
