@@ -189,10 +189,11 @@ class Increasing(Constraint):
     def check(self, name, value):
         # a string is a sequence too, and its characters are not numbers
         values = None if isinstance(value, str | bytes) else _as_tuple(value)
-        try:
-            values = tuple(self.interval.check(name, number) for number in values)
-        except (TypeError, UsageError):
-            values = None
+        if values is not None:
+            try:
+                values = tuple(self.interval.check(name, number) for number in values)
+            except UsageError:
+                values = None
         if not values or any(b <= a for a, b in zip(values, values[1:], strict=False)):
             raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
         return values

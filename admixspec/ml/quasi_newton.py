@@ -245,13 +245,14 @@ def expanding(u, v) -> bool:
 
     With ``v = rho u`` (the map's differential stretching its last step by
     rho), the one-secant Newton point for ``x = F(x)`` is
-    ``F(x) + rho / (1 - rho) u``: past F(x) for rho < 1, but for rho >= 1
+    ``F(x) + rho / (1 - rho) u``: past F(x) for rho < 1, but for rho > 1
     back along ``u``, towards the fixed point the iterates are leaving -- a
-    saddle of the likelihood. There the point was refused on every try
-    (HapMap3 K = 4, seed 42: the 7 iterations with ``u.v >= u.u`` in a creep
-    of 18; docs/benchmarks.md). The test is on the projection, not on
-    ``|v| >= |u|``: the first iterations of a fit often have ``|v| > |u|``
-    in a new direction, where the point climbed by hundreds of units.
+    saddle of the likelihood -- and at rho = 1 without a finite length.
+    There the point was refused on every try (HapMap3 K = 4, seed 42: the 7
+    iterations with ``u.v >= u.u`` in a creep of 19; docs/benchmarks.md).
+    The test is on the projection, not on ``|v| >= |u|``: the first
+    iterations of a fit often have ``|v| > |u|`` in a new direction, where
+    the point climbed by hundreds of units.
 
     Parameters
     ----------
