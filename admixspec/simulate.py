@@ -18,6 +18,7 @@ import numpy as np
 
 from .core.exceptions import UsageError, import_optional
 from .core.genotypes import MISSING, Genotypes
+from .core.validation import SEED, Each, Interval, validate_params
 
 __all__ = ["SimulatedData", "simulate_admixture", "simulate_balding_nichols"]
 
@@ -49,10 +50,18 @@ class SimulatedData:
     parameters: dict = field(default_factory=dict)
 
 
+def _alpha_vector(alpha, K):
+    """The Dirichlet concentration as K numbers (one number is every component's)."""
+    vector = np.asarray(alpha, dtype=float)
+    if vector.ndim > 1 or vector.size not in (1, K):
+        raise UsageError(f"alpha must be one number or K = {K} of them, got "
+                         f"shape {vector.shape}")
+    return np.broadcast_to(vector, (K,))
+
+
 def _dirichlet_rows(rng, n, K, alpha, unadmixed_fraction):
     """Draw n proportion vectors; a leading share of them one-hot."""
-    alpha_vector = np.broadcast_to(np.asarray(alpha, dtype=float), (K,))
-    Q = rng.dirichlet(alpha_vector, size=n)
+    Q = rng.dirichlet(_alpha_vector(alpha, K), size=n)
     n_pure = int(round(unadmixed_fraction * n))
     if n_pure:
         Q[:n_pure] = np.eye(K)[np.arange(n_pure) % K]
@@ -71,6 +80,20 @@ def _assign_alleles(genotypes: Genotypes) -> None:
     genotypes.variants["other"] = bases[(j % 4 + 1 + (j // 4) % 3) % 4]
 
 
+_POSITIVE = Interval(float, 0, closed="neither")
+
+
+@validate_params({
+    "n_individuals": Interval(int, 1),
+    "n_snps": Interval(int, 1),
+    "K": Interval(int, 1),
+    "fst": Interval(float, 0, 1, closed="neither"),
+    "alpha": Each(_POSITIVE),
+    "unadmixed_fraction": Interval(float, 0, 1),
+    "min_ancestral_frequency": Interval(float, 0, 0.5, closed="neither"),
+    "missing_rate": Interval(float, 0, 1, closed="left"),
+    "seed": SEED,
+})
 def simulate_balding_nichols(
     n_individuals: int = 200,
     n_snps: int = 10_000,
@@ -117,8 +140,6 @@ def simulate_balding_nichols(
     >>> sim.genotypes.dosage.shape, sim.Q.shape, sim.P.shape
     ((20, 500), (20, 2), (500, 2))
     """
-    if not 0 < fst < 1:
-        raise UsageError("fst must lie in (0, 1)")
     rng = np.random.default_rng(seed)
     ancestral = rng.uniform(min_ancestral_frequency, 1 - min_ancestral_frequency, n_snps)
     shape = (1 - fst) / fst
@@ -172,15 +193,6 @@ def _mosaic_blocks(rng, weights, length, rate_per_bp):
     return ends, populations
 
 
-def _check_admixture_arguments(K, n_haplotypes, block_rate, bp_per_morgan) -> None:
-    if K < 1:
-        raise UsageError("K must be at least 1")
-    if n_haplotypes < 1:
-        raise UsageError("n_haplotypes must be at least 1")
-    if block_rate <= 0 or bp_per_morgan <= 0:
-        raise UsageError("block_rate and bp_per_morgan must be positive")
-
-
 def _site_genotypes(dosage, positions, counted, other) -> Genotypes:
     """Genotypes of simulated sites: 1-based positions, ``ind<i>``/``snp<j>`` IDs."""
     n_individuals, n_sites = dosage.shape
@@ -198,8 +210,7 @@ def _site_genotypes(dosage, positions, counted, other) -> Genotypes:
 def _admixture_proportions(rng, K, n_admixed, alpha, proportions):
     """W: Dirichlet(alpha) draws, or the given proportions with rows normalised."""
     if proportions is None:
-        alpha_vector = np.broadcast_to(np.asarray(alpha, dtype=float), (K,))
-        return rng.dirichlet(alpha_vector, size=n_admixed)
+        return rng.dirichlet(_alpha_vector(alpha, K), size=n_admixed)
     W = np.asarray(proportions, dtype=float)
     if W.ndim != 2 or W.shape[1] != K or np.any(W < 0):
         raise UsageError("proportions must be a non-negative (n, K) array")
@@ -276,6 +287,21 @@ def _kept_snps(rng, dosage, n_snps):
     return keep
 
 
+@validate_params({
+    "n_admixed": Interval(int, 1),
+    "K": Interval(int, 1),
+    "alpha": Each(_POSITIVE),
+    "n_haplotypes": Interval(int, 1),
+    "split_time": _POSITIVE,
+    "population_size": _POSITIVE,
+    "mutation_rate": _POSITIVE,
+    "recombination_rate": Interval(float, 0),
+    "sequence_length": _POSITIVE,
+    "block_rate": _POSITIVE,
+    "bp_per_morgan": _POSITIVE,
+    "n_snps": Interval(int, 1, allow_none=True),
+    "seed": SEED,
+})
 def simulate_admixture(
     n_admixed: int = 50,
     K: int = 3,
@@ -371,7 +397,6 @@ def simulate_admixture(
     (2, 2, True)
     """
     msprime = import_optional("msprime", extra="sim", needed_for="simulate_admixture")
-    _check_admixture_arguments(K, n_haplotypes, block_rate, bp_per_morgan)
     rng = np.random.default_rng(seed)
     W = _admixture_proportions(rng, K, n_admixed, alpha, proportions)
     n_individuals = W.shape[0]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
-from admixspec.core.exceptions import MissingDependencyError
+from admixspec.core.exceptions import MissingDependencyError, UsageError
 from admixspec.simulate import simulate_admixture
 
 SMALL = {"n_haplotypes": 10, "sequence_length": 2e6}
@@ -32,6 +32,53 @@ class TestBaldingNichols:
         other = simulate_balding_nichols(10, 100, 2, seed=8)
         np.testing.assert_array_equal(first.genotypes.dosage, again.genotypes.dosage)
         assert not np.array_equal(first.genotypes.dosage, other.genotypes.dosage)
+
+
+class TestArguments:
+    """Bad settings are refused at the call, naming the argument, before any draw.
+
+    Before they were declared, ``n_individuals=0`` returned an empty data set,
+    ``missing_rate=2`` one with every call missing, and ``n_snps=-5``, ``K=0``,
+    ``alpha=-1``, ``unadmixed_fraction=2`` and ``seed=-1`` raised NumPy's
+    errors from inside the draws.
+    """
+
+    @pytest.mark.parametrize(("argument", "value", "message"), [
+        ("n_individuals", 0, "n_individuals must be an integer >= 1, got 0"),
+        ("n_snps", -5, "n_snps must be an integer >= 1, got -5"),
+        ("K", 0, "K must be an integer >= 1, got 0"),
+        ("fst", 1.5, r"fst must be in \(0, 1\), got 1.5"),
+        ("alpha", -1, "alpha must be positive, got -1"),
+        ("alpha", [1, -2], r"alpha must be positive \(a number or an array of them\)"),
+        ("alpha", [1, 2, 3], r"alpha must be one number or K = 2 of them"),
+        ("unadmixed_fraction", 2, r"unadmixed_fraction must be in \[0, 1\], got 2"),
+        ("missing_rate", 2, r"missing_rate must be in \[0, 1\), got 2"),
+        ("min_ancestral_frequency", 0.5, "min_ancestral_frequency must be in"),
+        ("seed", -1, "seed must be non-negative, got -1"),
+    ])
+    def test_balding_nichols__usage_error_naming_the_argument(self, argument, value,
+                                                               message):
+        arguments = {"n_individuals": 10, "n_snps": 100, "K": 2, argument: value}
+        with pytest.raises(UsageError, match=message):
+            simulate_balding_nichols(**arguments)
+
+    def test_balding_nichols__alpha_per_component(self):
+        sim = simulate_balding_nichols(400, 10, 2, alpha=[0.2, 5.0], seed=1)
+        # Dirichlet(0.2, 5) puts the first component's mean at 0.2 / 5.2
+        assert sim.Q[:, 0].mean() == pytest.approx(0.2 / 5.2, abs=0.02)
+
+    @pytest.mark.parametrize(("argument", "value"), [
+        ("n_admixed", 0), ("K", 0), ("alpha", 0), ("n_haplotypes", 0),
+        ("split_time", 0), ("population_size", -1), ("mutation_rate", 0),
+        ("recombination_rate", -1e-8), ("sequence_length", 0), ("block_rate", 0),
+        ("bp_per_morgan", 0), ("n_snps", 0), ("seed", -1),
+    ])
+    def test_simulate_admixture__usage_error_before_msprime(self, argument, value,
+                                                            monkeypatch):
+        # refused before msprime is imported: no simulation starts
+        monkeypatch.setitem(sys.modules, "msprime", None)
+        with pytest.raises(UsageError, match=f"^{argument} must be"):
+            simulate_admixture(**{"n_admixed": 4, "K": 2, argument: value})
 
 
 class TestWithoutMsprime:

@@ -35,6 +35,7 @@ from .exceptions import UsageError
 __all__ = [
     "Constraint",
     "Dosage",
+    "Each",
     "Increasing",
     "Interval",
     "Options",
@@ -201,6 +202,49 @@ class Increasing(Constraint):
     def describe(self) -> str:
         return ("a non-empty, strictly increasing sequence of numbers "
                 f"{self.interval.describe()}")
+
+
+class Each(Constraint):
+    """A number, or an array_like of numbers, each in ``interval``.
+
+    Parameters
+    ----------
+    interval : Interval
+        What every number may be.
+
+    Examples
+    --------
+    >>> alpha = Each(Interval(float, 0, closed="neither"))
+    >>> alpha.check("alpha", 0.5), alpha.check("alpha", [1, 2]).tolist()
+    (0.5, [1.0, 2.0])
+    >>> alpha.check("alpha", [1, -2])  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.UsageError: alpha must be positive (a number or an
+    array of them); got [1, -2]
+    """
+
+    def __init__(self, interval: Interval):
+        self.interval = interval
+
+    def check(self, name, value):
+        if isinstance(value, bool):
+            raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
+        if isinstance(value, numbers.Real):
+            return self.interval.check(name, value)
+        import numpy as np  # here: the command line's help imports no NumPy
+
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            array = None
+        if (array is None or array.size == 0 or isinstance(value, str | bytes)
+                or not all(self.interval._inside(v) for v in array.ravel())):
+            raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
+        return array
+
+    def describe(self) -> str:
+        return f"{self.interval.describe()} (a number or an array of them)"
 
 
 def _as_tuple(value):
