@@ -335,6 +335,18 @@ class TestKHint:
         assert a.n_individuals == 40
         assert np.array_equal(a.eigenvalues, b.eigenvalues)
 
+    @pytest.mark.parametrize(("argument", "value"), [
+        ("seed", -1), ("k_max", 0), ("max_snps", 0), ("max_individuals", 0),
+        ("min_ratio", 0.5),
+    ])
+    def test_k_hint__usage_error_naming_a_bad_setting(self, argument, value):
+        # a negative seed raised NumPy's error; the others ran on nonsense
+        from admixspec import UsageError
+
+        dosage = _simulate("private", m=20, n=500, K=2, seed=1)[0]
+        with pytest.raises(UsageError, match=f"^{argument} must be"):
+            k_hint(dosage, **{argument: value})
+
     def test_k_hint__of_some_rows_is_the_hint_of_those_rows(self):
         dosage = _simulate("private", m=60, n=3000, K=2, seed=2)[0]
         rows = np.arange(5, 60, 2)

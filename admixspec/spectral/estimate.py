@@ -39,6 +39,7 @@ import numpy as np
 from ..core.frequencies import frequency_blocks, least_squares_p
 from ..core.genotypes import allele_counts, minor_allele_counts
 from ..core.threads import serial_blas_below
+from ..core.validation import SEED, Interval, validate_params
 from .candidates import CandidateSet, make_candidates
 from .denoise import complete_diagonal, solve_masked_tensor, whiten, whiten_in_subspace
 from .moments import (
@@ -697,6 +698,11 @@ class KHint:
 HINT_INDIVIDUALS = 1_000
 
 
+# the dosage is not declared: the command line's hint reads genotypes that
+# were checked when read, and a declaration would scan them again
+@validate_params({"k_max": Interval(int, 1), "max_snps": Interval(int, 1),
+                  "max_individuals": Interval(int, 1),
+                  "min_ratio": Interval(float, 1), "seed": SEED})
 def k_hint(dosage, *, individuals=None, k_max=10, max_snps=20_000,
            max_individuals=HINT_INDIVIDUALS, min_ratio=1.5, seed=None) -> KHint:
     """Suggest K from the eigenvalue gap of the diagonal-completed second moment.
