@@ -164,13 +164,21 @@ class Options(Constraint):
         return "one of " + ", ".join(repr(value) for value in self.values)
 
 
-class Increasing(Constraint):
-    """A non-empty, strictly increasing sequence of numbers, each in ``interval``.
+class _Numbers(Constraint):
+    """Base of the constraints on several numbers, each in ``interval``.
 
     Parameters
     ----------
     interval : Interval
         What each number may be.
+    """
+
+    def __init__(self, interval: Interval):
+        self.interval = interval
+
+
+class Increasing(_Numbers):
+    """A non-empty, strictly increasing sequence of numbers, each in ``interval``.
 
     Examples
     --------
@@ -183,9 +191,6 @@ class Increasing(Constraint):
     admixspec.core.exceptions.UsageError: windows must be a non-empty, strictly
     increasing sequence of numbers in (0, 0.5]; got (0.1, 0.05)
     """
-
-    def __init__(self, interval: Interval):
-        self.interval = interval
 
     def check(self, name, value):
         # a string is a sequence too, and its characters are not numbers
@@ -204,13 +209,8 @@ class Increasing(Constraint):
                 f"{self.interval.describe()}")
 
 
-class Each(Constraint):
+class Each(_Numbers):
     """A number, or an array_like of numbers, each in ``interval``.
-
-    Parameters
-    ----------
-    interval : Interval
-        What every number may be.
 
     Examples
     --------
@@ -223,9 +223,6 @@ class Each(Constraint):
     admixspec.core.exceptions.UsageError: alpha must be positive (a number or an
     array of them); got [1, -2]
     """
-
-    def __init__(self, interval: Interval):
-        self.interval = interval
 
     def check(self, name, value):
         if isinstance(value, bool):
