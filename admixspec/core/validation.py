@@ -176,6 +176,19 @@ class _Numbers(Constraint):
     def __init__(self, interval: Interval):
         self.interval = interval
 
+    def _each(self, name, values):
+        """``values`` checked one by one (a tuple); None if one fails or none given."""
+        if values is None:
+            return None
+        try:
+            checked = tuple(self.interval.check(name, number) for number in values)
+        except UsageError:
+            return None
+        return checked or None
+
+    def _refuse(self, name, value):
+        raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
+
 
 class Increasing(_Numbers):
     """A non-empty, strictly increasing sequence of numbers, each in ``interval``.
@@ -194,14 +207,11 @@ class Increasing(_Numbers):
 
     def check(self, name, value):
         # a string is a sequence too, and its characters are not numbers
-        values = None if isinstance(value, str | bytes) else _as_tuple(value)
-        if values is not None:
-            try:
-                values = tuple(self.interval.check(name, number) for number in values)
-            except UsageError:
-                values = None
-        if not values or any(b <= a for a, b in zip(values, values[1:], strict=False)):
-            raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
+        values = self._each(name, None if isinstance(value, str | bytes)
+                            else _as_tuple(value))
+        if values is None or any(b <= a for a, b in zip(values, values[1:],
+                                                        strict=False)):
+            self._refuse(name, value)
         return values
 
     def describe(self) -> str:
@@ -226,7 +236,7 @@ class Each(_Numbers):
 
     def check(self, name, value):
         if isinstance(value, bool):
-            raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
+            self._refuse(name, value)
         if isinstance(value, numbers.Real):
             return self.interval.check(name, value)
         import numpy as np  # here: the command line's help imports no NumPy
@@ -235,9 +245,9 @@ class Each(_Numbers):
             array = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             array = None
-        if (array is None or array.size == 0 or isinstance(value, str | bytes)
-                or not all(self.interval._inside(v) for v in array.ravel())):
-            raise UsageError(f"{name} must be {self.describe()}; got {value!r}")
+        if (array is None or isinstance(value, str | bytes)
+                or self._each(name, array.ravel()) is None):
+            self._refuse(name, value)
         return array
 
     def describe(self) -> str:
