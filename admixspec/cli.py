@@ -248,7 +248,8 @@ def _add_simulate_parser(subparsers) -> None:
     )
     bn = parser.add_argument_group("balding-nichols model")
     bn.add_argument(
-        "--fst", type=_fraction(1.0), default=0.1, help="Balding-Nichols F_ST in (0, 1)"
+        "--fst", type=Interval(float, 0, 1, closed="neither").parse, default=0.1,
+        help="Balding-Nichols F_ST in (0, 1)",
     )
     parser.set_defaults(runner=run_simulate)
 
@@ -276,8 +277,6 @@ def run_simulate(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
     else:
-        if not 0 < args.fst < 1:
-            raise UsageError(f"--fst must lie in (0, 1), got {args.fst}")
         sim = simulate_balding_nichols(
             args.n_admixed,
             args.n_snps or 10_000,
