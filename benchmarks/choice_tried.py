@@ -91,6 +91,15 @@ the output.
     alleles are then few, so the default fits plain ML and may look again;
     per data set, plain ML's, the spectral estimate's and the default's Q
     errors, and what the look saw.
+``blend``
+    Not a choice but a hedge: the average ``(1 - w) Q_spectral + w Q_ML`` (ML's
+    components matched to the spectral estimate's) where the anchor count is
+    ambiguous. Per cell of the data sets where the anchors decide (rare-allele
+    share at least :data:`MIN_RARE_SHARE`), the blends' errors at ``w`` = 0.25,
+    0.5, 0.75 against the better estimator's; then the default with the blend
+    where the extremes' median near-extreme count, as a share of the
+    individuals, lies in a zone, the zone and ``w`` calibrated on replicate 1
+    and reported on 2-5.
 
 Usage::
 
@@ -104,6 +113,7 @@ Usage::
     python benchmarks/choice_tried.py small
     python benchmarks/choice_tried.py premise-absent
     python benchmarks/choice_tried.py ascertained
+    python benchmarks/choice_tried.py blend
 """
 
 from __future__ import annotations
@@ -131,6 +141,7 @@ from admixspec import (
     simulate_admixture,
 )
 from admixspec.core.genotypes import allele_counts, minor_allele_counts
+from admixspec.core.metrics import match_components
 from admixspec.fit.choice import (
     ANCHOR_RADIUS,
     CLUSTER_EXCESS,
@@ -138,6 +149,7 @@ from admixspec.fit.choice import (
     CORNER_REACH,
     MIN_NEAR_EXTREME,
     MIN_RARE_SHARE,
+    choose_estimator,
     cluster_excess,
     corner_reach,
     extreme_neighbours,
@@ -654,12 +666,86 @@ def run_ascertained(args):
                 "path": default.path} | look_statistics(default)), flush=True)
 
 
+BLEND_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+BLEND_SHARES = tuple(np.round(np.arange(0.01, 0.3, 0.01), 2))
+
+
+def blend_items():
+    """Per cached fit where the anchors decide: the blends' errors and the rule's."""
+    items = []
+    for cell in choice_grid.cells() + choice_grid.suite_cells():
+        for replicate in range(1, 6):
+            cached = choice_grid.cached_fit(cell, replicate)
+            if cached is None or cached[0]["rare_allele_share"] < MIN_RARE_SHARE:
+                continue
+            row, arrays = cached
+            _, Q_true = choice_grid.load_data(cell, replicate)
+            Q_spectral, Q_ml = arrays["Q_spectral"], arrays["Q_ml"]
+            Q_ml = Q_ml[:, match_components(Q_spectral, Q_ml)]
+            choice = choose_estimator(Q_spectral, row["rare_allele_share"])
+            near = np.sort(choice.statistics["near_extreme"])
+            items.append({
+                "cell": row["cell"], "replicate": replicate, "suite": cell[0] == "suite",
+                "near_share": float(near[len(near) // 2]) / len(Q_spectral),
+                "ml_chosen": choice.estimator == "spectral+ml",
+                "error": {w: q_error(Q_true, (1 - w) * Q_spectral + w * Q_ml)
+                          for w in BLEND_WEIGHTS}})
+    return items
+
+
+def blend_score(items, zone=None, weight=0.5):
+    """:func:`score` of the rule, with the blend where the near share is in ``zone``."""
+    chosen, better, cells = [], [], {}
+    for item in items:
+        error = item["error"]
+        default = error[1.0] if item["ml_chosen"] else error[0.0]
+        if zone is not None and zone[0] <= item["near_share"] <= zone[1]:
+            default = error[weight]
+        chosen.append(default)
+        better.append(min(error[0.0], error[1.0]))
+        sums = cells.setdefault(item["cell"], np.zeros(3))
+        sums += (default, error[0.0], error[1.0])
+    ratios = np.array(chosen) / np.array(better)
+    failing = [name for name, sums in cells.items() if sums[0] > 1.1 * sums[1:].min()]
+    return (float(np.mean(ratios <= 1.1)), float(np.mean(ratios <= 1.25)),
+            float(np.mean(np.log(ratios))), failing)
+
+
+def run_blend(args):
+    """The blend's errors per cell, then a calibrated hedge zone, reported."""
+    items = blend_items()
+    print("Cell means; the blends' errors over the better estimator's.\n")
+    print("| cell | spectral | ML | w = 0.25 | 0.5 | 0.75 |")
+    print("|---|---|---|---|---|---|")
+    for name in dict.fromkeys(item["cell"] for item in items):
+        mean = {w: np.mean([i["error"][w] for i in items if i["cell"] == name])
+                for w in BLEND_WEIGHTS}
+        better = min(mean[0.0], mean[1.0])
+        print(f"| {name} | {mean[0.0]:.4f} | {mean[1.0]:.4f} | " + " | ".join(
+            f"{mean[w] / better:.2f}" for w in (0.25, 0.5, 0.75)) + " |")
+    calibration = [i for i in items if i["replicate"] == 1]
+    reported = [i for i in items if i["replicate"] > 1]
+    zones = [(a, b) for a, b in itertools.product(BLEND_SHARES, BLEND_SHARES) if a <= b]
+    candidates = [(blend_score(calibration, zone, w)[2], zone, w)
+                  for zone in zones for w in (0.25, 0.5, 0.75)]
+    _, zone, weight = min(candidates)
+    print("\nwithin 1.1x / within 1.25x / mean log ratio / cells over 1.1x")
+    hedged = (f"blend w = {weight} where the median near share is in "
+              f"[{zone[0]}, {zone[1]}]")
+    for label, rule in (("the rule", (None, 0.5)), (hedged, (zone, weight))):
+        parts = []
+        for group in (calibration, reported):
+            w11, w125, log_ratio, failing = blend_score(group, *rule)
+            parts.append(f"{w11:.1%} / {w125:.1%} / {log_ratio:.4f} / {len(failing)}")
+        print(f"{label}: calibration {parts[0]}; reported {parts[1]}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps",
                                           "other-k", "fresh", "issue-cases", "transfer",
                                           "small", "premise-absent",
-                                          "ascertained"))
+                                          "ascertained", "blend"))
     parser.add_argument("--K", type=int, default=5,
                         help="other-k: the grid's K (choice_grid.py fits --K)")
     args = parser.parse_args(argv)
@@ -668,7 +754,7 @@ def main(argv=None):
      "issue-cases": run_issue_cases,
      "transfer": run_transfer, "small": run_small,
      "premise-absent": run_premise_absent,
-     "ascertained": run_ascertained}[args.stage](args)
+     "ascertained": run_ascertained, "blend": run_blend}[args.stage](args)
 
 
 if __name__ == "__main__":
