@@ -15,14 +15,15 @@ LAPACK's workspace):
       python benchmarks/k_hint_speed.py --caps 1000 2000 5000
 
 ``--data hapmap3`` (or ``1kg``, ``demo``: ``peers.py``'s loader) takes a real data
-set instead; ``--dense-limits`` times the hint under each size limit of the dense
-eigensolver (:data:`admixspec.spectral.denoise._DENSE_LIMIT`; Lanczos above it),
-alternating, ``--repeats`` times each, in one process; ``--no-trace`` times
-without :mod:`tracemalloc`, whose bookkeeping slows the Lanczos iterations' many
-small arrays more than the dense solver (no allocation column then):
+set instead; ``--repeats`` times each hint again in the same process;
+``--no-trace`` times without :mod:`tracemalloc` (no allocation column then):
 
   OPENBLAS_NUM_THREADS=1 python benchmarks/k_hint_speed.py --data hapmap3 \\
-      --caps 200 300 324 --seeds 0 --dense-limits 400 250 --repeats 3 --no-trace
+      --caps 200 300 324 --seeds 0 --repeats 3 --no-trace
+
+(Until the hint unbiased its diagonal instead of completing it, a
+``--dense-limits`` option timed the completion's dense and Lanczos
+eigensolvers; see docs/benchmarks.md.)
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from start_speed import add_cohort_arguments, cohort_genotypes
 
 from admixspec.fit.reference import reference_individuals
-from admixspec.spectral import denoise
 from admixspec.spectral.estimate import k_hint
 
 
@@ -47,22 +47,16 @@ def main(argv=None):
     add_cohort_arguments(ap)
     ap.add_argument("--caps", type=int, nargs="+", default=[1000, 2000, 5000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--dense-limits", type=int, nargs="+",
-                    help="time the hint under each dense-solver size limit")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--no-trace", action="store_true",
                     help="time without tracemalloc (no allocation column)")
     args = ap.parse_args(argv)
     genotypes = cohort_genotypes(args)
-    limits = args.dense_limits or [denoise._DENSE_LIMIT]
     for cap in args.caps:
         for seed in args.seeds:
             for _ in range(args.repeats):
-                for limit in limits:
-                    denoise._DENSE_LIMIT = limit
-                    print(json.dumps({"dense_limit": limit,
-                                      **_timed_hint(genotypes, cap, seed,
-                                                     not args.no_trace)}), flush=True)
+                print(json.dumps(_timed_hint(genotypes, cap, seed, not args.no_trace)),
+                      flush=True)
 
 
 def _timed_hint(genotypes, cap, seed, trace=True):

@@ -11,7 +11,12 @@ from admixspec import simulate_balding_nichols
 from admixspec.core import frequencies
 from admixspec.core.frequencies import block_size_for, frequency_blocks
 from admixspec.spectral.estimate import snp_sample, spectral_scan
-from admixspec.spectral.moments import add_outer_products, fill_upper, second_moments
+from admixspec.spectral.moments import (
+    add_outer_products,
+    fill_upper,
+    second_moments,
+    unbiased_second_moment,
+)
 
 
 class TestFrequencyBlocks:
@@ -104,3 +109,32 @@ class TestScanMemory:
         monkeypatch.setattr(frequencies, "BLOCK_ENTRIES", 2**16)
         small, large = _scan_peak_bytes(3000), _scan_peak_bytes(12000)
         assert (large - small) / 9000 < 64
+
+
+class TestUnbiasedSecondMoment:
+    def test_unbiased_second_moment__diagonal_is_the_noise_free_one(self):
+        # E[(g/2)^2] = pi^2 + pi(1 - pi)/2: the raw diagonal is inflated; less a
+        # quarter of the heterozygous share it estimates (1/n) sum_j pi_ij^2
+        sim = simulate_balding_nichols(60, 20_000, 3, fst=0.1, alpha=0.5, seed=4)
+        pi = sim.Q @ sim.P.T
+        target = (pi**2).mean(axis=1)
+        dosage = sim.genotypes.dosage
+        raw = np.diag(second_moments(frequency_blocks(dosage)).M2)
+        unbiased = np.diag(unbiased_second_moment(dosage))
+        assert np.abs(raw - target).min() > 0.05
+        # per individual within four standard errors of 20,000 SNPs' mean; no bias
+        np.testing.assert_allclose(unbiased, target, atol=0.015)
+        assert abs(np.mean(unbiased - target)) < 0.002
+
+    def test_unbiased_second_moment__off_diagonal_is_the_second_moment(self):
+        sim = simulate_balding_nichols(30, 3_000, 2, missing_rate=0.1, seed=5)
+        dosage = sim.genotypes.dosage
+        snps = np.arange(0, 3_000, 3)
+        raw = second_moments(frequency_blocks(dosage, snps=snps)).M2
+        unbiased = unbiased_second_moment(dosage, snps=snps)
+        off = ~np.eye(30, dtype=bool)
+        np.testing.assert_array_equal(unbiased[off], raw[off])
+        # imputed calls carry no binomial noise: only observed heterozygotes count
+        heterozygous = (dosage[:, snps] == 1).sum(axis=1)
+        np.testing.assert_allclose(np.diag(raw) - np.diag(unbiased),
+                                   heterozygous / (4 * len(snps)))

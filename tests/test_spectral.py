@@ -314,6 +314,15 @@ class TestKHint:
         assert hint.K == K
         assert hint.ratios[K - 2] == hint.ratios.max()
 
+    @pytest.mark.parametrize("seed", [100, 101, 102, 103])
+    def test_k_hint__finds_K_in_a_cohort_of_24(self, seed):
+        # the rank-10 diagonal completion it used before fitted noise on so few
+        # individuals and suggested 8-10 on each of these
+        from admixspec import simulate_balding_nichols
+
+        sim = simulate_balding_nichols(24, 5_000, 3, fst=0.1, alpha=0.2, seed=seed)
+        assert k_hint(sim.genotypes.dosage, seed=0).K == 3
+
     def test_k_hint__unstructured_data_gives_no_gap(self):
         rng = np.random.default_rng(3)
         p = rng.uniform(0.05, 0.95, 5000)

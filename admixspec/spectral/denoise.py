@@ -34,8 +34,9 @@ __all__ = [
 
 
 #: Above this size the top eigenpairs come from Lanczos iterations (eigsh),
-#: warm-started from the previous iteration's vectors. The K hint (a rank-10
-#: completion) on the HapMap3 tutorial data took, dense against Lanczos: 0.11-0.17
+#: warm-started from the previous iteration's vectors. Measured on the K hint's
+#: rank-10 completion, which the hint ran until it unbiased its diagonal
+#: instead, on the HapMap3 tutorial data, dense against Lanczos: 0.11-0.17
 #: against 0.16-0.22 s at 150 individuals, about the same at 200, 0.23-0.27
 #: against 0.13-0.15 s at 250 and 0.49-0.53 against 0.28-0.30 s at 324 (one
 #: thread, the same hint; docs/benchmarks.md, benchmarks/k_hint_speed.py
@@ -67,8 +68,8 @@ def _top_eigenpairs(matrix, K, start=None):
 #: Individuals below which :func:`complete_diagonal` runs BLAS on one thread.
 #: Its Lanczos iterations are matrix-vector products and its dense solves are
 #: small: BLAS's threads, synchronised at every one, slowed them. At two
-#: threads, BLAS on two against one: the K hint (a rank-10 completion on 1,000
-#: of 1000 Genomes' individuals) 1.69-2.42 against 0.77-0.92 s; completions of
+#: threads, BLAS on two against one: the K hint's former rank-10 completion on
+#: 1,000 of 1000 Genomes' individuals 1.69-2.42 against 0.77-0.92 s; completions of
 #: random matrices 0.56-0.68 against 0.23-0.29 s at 2,000 (rank 10), about even
 #: at 4,000 (rank 5) and 1.19-1.25 against 1.35-1.53 s at 5,000
 #: (docs/benchmarks.md).
@@ -83,9 +84,7 @@ SERIAL_BLAS_BELOW = 4000
 #: (K = 5: 606); the chosen window of every fit of the estimator-choice grid
 #: converged within 51, and its 58 replicate-1 spectral estimates with rare
 #: alleles are unchanged by the cap, byte for byte (benchmarks/choice_grid.py
-#: recheck). The K hint's rank-10 completion hit the old cap too (2.3 s of CPU
-#: on HapMap3); the cap gives the same hint there, on 1000 Genomes and on the
-#: example.
+#: recheck).
 COMPLETION_ITERATIONS = 60
 
 

@@ -46,6 +46,7 @@ from .moments import (
     add_outer_products,
     fill_upper,
     second_moments,
+    unbiased_second_moment,
     whitened_third_moment_terms,
 )
 from .search import SubsetSearchResult, q_from_candidates, search_subsets
@@ -657,18 +658,21 @@ class KHint:
     ----------
     K : int
         Suggested K: the position of the largest eigenvalue ratio
-        ``lambda_k / lambda_{k+1}`` for ``k >= 2`` of the denoised second
-        moment (``K = 1`` when no ratio exceeds ``min_ratio``).
+        ``lambda_k / lambda_{k+1}`` for ``k >= 2`` of the second moment with its
+        diagonal unbiased (``K = 1`` when no ratio exceeds ``min_ratio``).
     eigenvalues : numpy.ndarray, shape (k_max + 1,)
-        Leading eigenvalues of the denoised M2, descending, divided by the
-        first.
+        Leading eigenvalues of that matrix, descending, divided by the first.
     ratios : numpy.ndarray, shape (k_max - 1,)
-        ``lambda_k / lambda_{k+1}`` for ``k = 2 .. k_max``.
+        ``lambda_k / max(lambda_{k+1}, noise_edge)`` for ``k = 2 .. k_max``.
     n_snps : int
         SNPs the moment was computed from.
     n_individuals : int
         Individuals it was computed from (at most ``max_individuals`` of
         :func:`k_hint`).
+    noise_edge : float
+        Magnitude of the most negative eigenvalue, divided by the first: the
+        noise's spectrum is symmetric about zero, so no eigenvalue above this
+        is told from noise by its size alone.
     """
 
     K: int
@@ -676,13 +680,14 @@ class KHint:
     ratios: np.ndarray
     n_snps: int
     n_individuals: int
+    noise_edge: float = 0.0
 
     def describe(self) -> str:
         """A log line, e.g. ``K = 3 (eigenvalue ratios k=2: 1.9, k=3: 8.1, ...)``."""
         shown = ", ".join(f"k={k}: {r:.1f}"
                           for k, r in enumerate(self.ratios[:6], start=2))
         return (
-            f"K = {self.K} (largest eigenvalue gap of the denoised M2 over "
+            f"K = {self.K} (largest eigenvalue gap of M2 with an unbiased diagonal over "
             f"{self.n_snps} SNPs and {self.n_individuals} individuals; "
             f"lambda_k/lambda_k+1 {shown or 'n/a'})"
         )
@@ -705,16 +710,27 @@ HINT_INDIVIDUALS = 1_000
                   "min_ratio": Interval(float, 1), "seed": SEED})
 def k_hint(dosage, *, individuals=None, k_max=10, max_snps=20_000,
            max_individuals=HINT_INDIVIDUALS, min_ratio=1.5, seed=None) -> KHint:
-    """Suggest K from the eigenvalue gap of the diagonal-completed second moment.
+    """Suggest K from the eigenvalue gap of the second moment, its diagonal unbiased.
 
     With ``x = g/2`` the population second moment ``E[x x^T] = Q E[p p^T] Q^T``
-    has rank K; binomial noise only inflates its diagonal, which
-    :func:`admixspec.spectral.denoise.complete_diagonal` replaces. The suggested K is
-    where consecutive eigenvalues drop the most (the first eigenvalue, which
-    carries the mean allele frequency, is left out of the ratios, so the
-    hint is at least 2 unless no ratio exceeds ``min_ratio``). A hint, not a
-    test: linkage, relatedness and fine structure add eigenvalues, so choose
-    K with ``--cv`` and use this to pick the range.
+    has rank K; binomial noise only inflates its diagonal, by a quarter of each
+    individual's heterozygous calls per SNP (``E[g(2 - g)] / 4`` is the
+    difference between ``E[(g/2)^2]`` and ``pi^2``), which is subtracted. What
+    remains is the rank-K matrix plus noise of mean zero, whose eigenvalues
+    spread symmetrically about zero: the most negative one measures how far
+    the largest noise eigenvalues reach, and every ratio's denominator is
+    floored there. The suggested K is where consecutive eigenvalues drop the
+    most (the first eigenvalue, which carries the mean allele frequency, is
+    left out of the ratios, so the hint is at least 2 unless no ratio exceeds
+    ``min_ratio``). A hint, not a test: linkage, relatedness and fine structure
+    add eigenvalues, so choose K with ``--cv`` and use this to pick the range.
+
+    Until the hint unbiased the diagonal it completed it at rank ``k_max``
+    (:func:`admixspec.spectral.denoise.complete_diagonal`), which on a few
+    dozen individuals fits noise at every rank and deflates eigenvalue
+    ``k_max + 1``: on Balding-Nichols cohorts of 16 and 24 individuals it
+    suggested 8-10 whatever the simulated K (docs/benchmarks.md, "The K hint
+    with an unbiased diagonal").
 
     Parameters
     ----------
@@ -760,12 +776,11 @@ def k_hint(dosage, *, individuals=None, k_max=10, max_snps=20_000,
     k_max = min(int(k_max), m - 2)
     if k_max < 2:  # too few individuals for a gap
         return KHint(1, np.ones(1), np.empty(0), n_used, m)
-    second = second_moments(frequency_blocks(dosage, snps=snps)).M2
-    completed, _ = complete_diagonal(second, k_max, overwrite=True)
-    values = np.linalg.eigvalsh(completed)[::-1][: k_max + 1]
-    values = values / values[0]
-    floor = np.finfo(float).eps
+    spectrum = np.linalg.eigvalsh(unbiased_second_moment(dosage, snps=snps))[::-1]
+    values = spectrum[: k_max + 1] / spectrum[0]
+    noise_edge = max(-float(spectrum[-1]) / spectrum[0], 0.0)
+    floor = max(noise_edge, np.finfo(float).eps)
     ratios = values[1:k_max] / np.maximum(values[2 : k_max + 1], floor)
     best = int(np.argmax(ratios))
     K = best + 2 if ratios[best] >= min_ratio else 1
-    return KHint(K, values, ratios, n_used, m)
+    return KHint(K, values, ratios, n_used, m, noise_edge)

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.linalg.blas
 
 from ..core.exceptions import InputError
+from ..core.frequencies import frequency_blocks
 
 __all__ = [
     "SecondMoments",
@@ -27,6 +28,7 @@ __all__ = [
     "add_outer_products",
     "fill_upper",
     "second_moments",
+    "unbiased_second_moment",
     "whitened_third_moment_terms",
 ]
 
@@ -122,6 +124,47 @@ def second_moments(blocks) -> SecondMoments:
         raise InputError("no SNPs to compute moments from")
     M2 /= n
     return SecondMoments(M2=fill_upper(M2), mean=total / n, n_snps=n)
+
+
+def unbiased_second_moment(dosage, *, snps=None):
+    """``(1/n) sum_j x_j x_j^T`` with its diagonal's binomial noise removed.
+
+    Parameters
+    ----------
+    dosage : numpy.ndarray, int8, shape (m, n_all)
+        Copies of the counted allele, -1 for missing (imputed by the SNP's
+        mean, as :func:`admixspec.core.frequencies.frequency_blocks` does).
+    snps : numpy.ndarray of int, optional
+        Columns to use (default all).
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (m, m)
+        Off the diagonal the second moment of ``x = g/2``; on it
+        ``(1/n) sum_j x_ij^2`` less a quarter of individual ``i``'s share of
+        heterozygous calls, an unbiased estimate of ``(1/n) sum_j pi_ij^2``
+        (imputed entries carry no binomial noise and keep their square).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> dosage = rng.binomial(2, 0.5, size=(200, 20_000)).astype(np.int8)
+    >>> M = unbiased_second_moment(dosage)
+    >>> bool(np.allclose(np.diag(M), 0.25, atol=0.01))  # pi^2, not pi^2 + pi(1-pi)/2
+    True
+    """
+    heterozygous = np.zeros(dosage.shape[0])
+
+    def counted(blocks):  # the heterozygous calls, on the blocks' one read
+        for positions, x in blocks:
+            columns = positions if snps is None else np.asarray(snps)[positions]
+            heterozygous[:] += np.count_nonzero(dosage[:, columns] == 1, axis=1)
+            yield positions, x
+
+    second = second_moments(counted(frequency_blocks(dosage, snps=snps)))
+    M2 = second.M2
+    M2[np.diag_indices_from(M2)] -= heterozygous / (4 * second.n_snps)
+    return M2
 
 
 @dataclass
