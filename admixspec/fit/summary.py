@@ -45,7 +45,8 @@ def genotype_summary(genotypes: Genotypes, *, with_k_hint: bool = False,
         ``individuals_removed``, ``removed`` (per filter), the missing
         fractions (overall, largest per individual and per SNP), ``ploidy``,
         ``counted_allele`` and, with ``with_k_hint``, ``k_hint`` (``K``,
-        ``eigenvalues``, ``ratios``, ``snps``, ``individuals``, ``description``);
+        ``eigenvalues``, ``ratios``, ``noise_edge``, ``snps``, ``individuals``,
+        ``description``);
         :func:`summary_lines` puts it in words.
 
     Examples
@@ -87,8 +88,9 @@ def genotype_summary(genotypes: Genotypes, *, with_k_hint: bool = False,
         hint = k_hint(genotypes.dosage, seed=seed)
         summary["k_hint"] = {
             "K": hint.K, "eigenvalues": hint.eigenvalues.tolist(),
-            "ratios": hint.ratios.tolist(), "snps": hint.n_snps,
-            "individuals": hint.n_individuals, "description": hint.describe(),
+            "ratios": hint.ratios.tolist(), "noise_edge": hint.noise_edge,
+            "snps": hint.n_snps, "individuals": hint.n_individuals,
+            "description": hint.describe(),
         }
     return summary
 

@@ -154,10 +154,11 @@ def unbiased_second_moment(dosage, *, snps=None):
     True
     """
     heterozygous = np.zeros(dosage.shape[0])
+    index = None if snps is None else np.asarray(snps)
 
     def counted(blocks):  # the heterozygous calls, on the blocks' one read
         for positions, x in blocks:
-            columns = positions if snps is None else np.asarray(snps)[positions]
+            columns = positions if index is None else index[positions]
             heterozygous[:] += np.count_nonzero(dosage[:, columns] == 1, axis=1)
             yield positions, x
 
