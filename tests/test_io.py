@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ from admixspec.io import (
     write_vcf,
 )
 from admixspec.io.common import write_all_or_none
+from admixspec.io.reader import open_streamed
 
 from .conftest import failing_on_call
 
@@ -387,6 +389,34 @@ class TestBadVcf:
         with pytest.raises(InputError, match="notes.vcf"):
             read_genotypes(path)
 
+    @pytest.mark.parametrize("block_size", [1, 4096])
+    def test_read_vcf__allele_index_beyond_alt_is_an_error(self, tmp_path, block_size):
+        bad = "1\t80\trs8\tA\tC\t.\t.\t.\tGT\t0/0\t0/5\t1/1\t0/0\t0/1"
+        records = RECORDS[:1] + [bad]
+        path = write_text_file(tmp_path / "bad.vcf", HEADER + "\n".join(records) + "\n")
+        with pytest.raises(InputError, match=r"bad\.vcf: record 1:80 has GT allele "
+                           r"index 5, but the site has 1 ALT allele$"):
+            read_vcf(path, block_size=block_size)
+
+    def test_read_vcf__alt_allele_at_site_without_alt_is_an_error(self, tmp_path):
+        record = "1\t70\trs7\tA\t.\t.\t.\t.\tGT\t0/0\t0/1\t0/0\t./.\t0|0"
+        path = write_text_file(tmp_path / "noalt.vcf", HEADER + record + "\n")
+        with pytest.raises(InputError, match="record 1:70 has GT allele index 1, "
+                           "but the site has 0 ALT alleles"):
+            read_vcf(path)
+
+    def test_read_vcf__region_on_a_contig_not_in_the_index_is_an_error(
+        self, tmp_path, simulated_fixture
+    ):
+        path = tmp_path / "sim.vcf.gz"
+        if len(write_vcf(path, simulated_fixture.genotypes)) == 1:
+            pytest.skip("tabix not installed: no index written")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # cyvcf2's "no intervals found" warning
+            with pytest.raises(InputError, match=r"sim\.vcf\.gz: region chr1 selects "
+                               r"no variants \(the file's chromosomes: 1\)$"):
+                read_vcf(path, region="chr1")
+
     def test_bad_region_is_a_usage_error(self):
         with pytest.raises(UsageError, match="invalid region"):
             parse_region("1:20-10")
@@ -452,11 +482,99 @@ class TestPlink:
         ):
             read_genotypes(tmp_path / "sim.bed")
 
+    def test_read_plink__bed_shorter_than_its_header_says_so(self, tmp_path,
+                                                               simulated_fixture):
+        bed = plink_fileset(tmp_path, simulated_fixture)
+        bed.write_bytes(bed.read_bytes()[:2])
+        with pytest.raises(InputError, match=r"sim\.bed: only 2 bytes long, too short "
+                           r"for the 3-byte \.bed header"):
+            read_plink(bed)
+
+    @pytest.mark.parametrize(("mode", "message"), [
+        (b"\x00", r"individual-major \.bed files are not supported \(mode byte 00\)"),
+        (b"\x02", r"invalid \.bed mode byte 02 \(expected 01, SNP-major\)$"),
+    ])
+    def test_read_plink__mode_byte_other_than_01_is_named(
+        self, tmp_path, simulated_fixture, mode, message
+    ):
+        bed = plink_fileset(tmp_path, simulated_fixture)
+        bed.write_bytes(b"\x6c\x1b" + mode + bed.read_bytes()[3:])
+        with pytest.raises(InputError, match=r"sim\.bed: " + message):
+            read_plink(bed)
+
+    @pytest.mark.parametrize(("value", "message"), [
+        ("-5", "negative position -5 in column 4"),
+        ("1.5", "position '1.5' in column 4 is not an integer"),
+        ("99999999999999999999", "position '99999999999999999999' in column 4 is not"),
+    ])
+    def test_read_plink__bad_bim_position_names_its_line(
+        self, tmp_path, simulated_fixture, value, message
+    ):
+        plink_fileset(tmp_path, simulated_fixture)
+        bim = (tmp_path / "sim.bim").read_text().splitlines()
+        for index, position in ((0, "0"), (3, value)):  # 0: PLINK's unknown position
+            fields = bim[index].split("\t")
+            bim[index] = "\t".join(fields[:3] + [position] + fields[4:])
+        # a blank line, which PLINK and the reader skip, still counts as a line
+        (tmp_path / "sim.bim").write_text("\n".join(bim[:1] + [""] + bim[1:]) + "\n")
+        with pytest.raises(InputError, match=rf"sim\.bim:5: variant \S+: {message}"):
+            read_plink(tmp_path / "sim")
+
+    def test_read_plink__identical_alleles_are_an_error_both_missing_is_not(
+        self, tmp_path, simulated_fixture
+    ):
+        # plink1.9 writes "0 0", plink2 --make-bed ". .", for a variant without calls
+        plink_fileset(tmp_path, simulated_fixture)
+        set_bim_alleles(tmp_path / "sim.bim", {0: "0 0", 1: ". .", 2: "0 A"})
+        assert read_plink(tmp_path / "sim").n_snps == 300 - 1  # "." is not a SNP allele
+        set_bim_alleles(tmp_path / "sim.bim", {3: "T T"})
+        with pytest.raises(InputError, match=r"sim\.bim:4: variant \S+: identical "
+                           "alleles 'T' in columns 5 and 6"):
+            read_plink(tmp_path / "sim")
+
+    def test_read_plink__fam_one_line_short_is_caught_by_padding_bits(
+        self, tmp_path, simulated_fixture
+    ):
+        # 40 and 39 individuals both take 10 bytes a SNP: the size check passes
+        plink_fileset(tmp_path, simulated_fixture)
+        fam = (tmp_path / "sim.fam").read_text().splitlines(keepends=True)
+        (tmp_path / "sim.fam").write_text("".join(fam[:-1]))
+        message = (r"sim\.bed: holds more individuals than the 39 lines of "
+                   r"\S*sim\.fam: SNP row \d+ has genotype bits after the last")
+        with pytest.raises(InputError, match=message):
+            read_plink(tmp_path / "sim", samples=["ind0"])
+        with pytest.raises(InputError, match=message):
+            open_streamed(tmp_path / "sim.bed", memory_bytes=1e6)
+
+    def test_read_plink__region_on_a_chromosome_not_in_the_bim_names_its_chromosomes(
+        self, tmp_path, simulated_fixture
+    ):
+        plink_fileset(tmp_path, simulated_fixture)
+        with pytest.raises(InputError, match=r"sim\.bim: region chr1 selects no "
+                           r"variants \(the file's chromosomes: 1\)"):
+            read_plink(tmp_path / "sim", region="chr1")
+        with pytest.raises(InputError, match="region chr1 selects no variants"):
+            open_streamed(tmp_path / "sim.bed", memory_bytes=1e6, region="chr1")
+
     def test_missing_fam(self, tmp_path, simulated_fixture):
         write_plink(tmp_path / "sim", simulated_fixture.genotypes)
         os.remove(tmp_path / "sim.fam")
         with pytest.raises(InputError, match=r"sim\.fam: file not found"):
             read_genotypes(tmp_path / "sim")
+
+
+def plink_fileset(folder: Path, simulated) -> Path:
+    """``folder/sim.bed`` (and .bim, .fam) of ``simulated``; the .bed's path."""
+    write_plink(folder / "sim", simulated.genotypes)
+    return folder / "sim.bed"
+
+
+def set_bim_alleles(bim: Path, alleles: dict) -> None:
+    """Replace columns 5 and 6 of ``bim``'s lines ``{index: "A1 A2"}``."""
+    lines = bim.read_text().splitlines()
+    for index, pair in alleles.items():
+        lines[index] = "\t".join(lines[index].split("\t")[:4] + pair.split())
+    bim.write_text("\n".join(lines) + "\n")
 
 
 class TestReadGenotypes:

@@ -106,5 +106,31 @@ class TestReadPgen:
             shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
         lines = example_pgen.with_suffix(".pvar").read_text().splitlines(keepends=True)
         (tmp_path / "x.pvar").write_text("".join(lines[:-5]))
-        with pytest.raises(InputError, match="cannot read as .pgen"):
+        with pytest.raises(InputError, match=r"x\.pgen: cannot read as \.pgen \(the "
+                           r"\.pvar lists 9995 variants, the \.pgen holds 10000\)$"):
             read_pgen(tmp_path / "x")
+
+    def test_pgen__truncated_pgen_says_so_in_text(self, example_pgen, tmp_path):
+        for suffix in (".pvar", ".psam"):
+            shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+        data = example_pgen.with_suffix(".pgen").read_bytes()
+        (tmp_path / "x.pgen").write_bytes(data[: len(data) // 2])
+        with pytest.raises(InputError, match=r"x\.pgen: cannot read as \.pgen \(the "
+                           r"file looks truncated or corrupt"):
+            read_pgen(tmp_path / "x")
+
+    def test_pgen__not_a_pgen_is_one_line_of_text(self, example_pgen, tmp_path):
+        for suffix in (".pvar", ".psam"):
+            shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+        (tmp_path / "x.pgen").write_bytes(b"\x00" * 100)
+        with pytest.raises(InputError) as error:
+            read_pgen(tmp_path / "x")
+        assert "b'" not in str(error.value) and 'b"' not in str(error.value)
+        assert "\n" not in str(error.value)
+
+    def test_pgen__region_on_a_chromosome_not_in_the_pvar_names_its_chromosomes(
+        self, example_pgen
+    ):
+        with pytest.raises(InputError, match=r"example\.pvar: region chr1 selects no "
+                           r"variants \(the file's chromosomes: 1\)$"):
+            read_pgen(example_pgen, region="chr1")

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from .errors import reading
-from .plink import fileset_file, open_fileset, plink_prefix, variant_table
+from .plink import fileset_file, open_fileset, padding_error, plink_prefix, variant_table
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 
 __all__ = ["CODE_DOSAGE", "BedChunks", "fileset_shape", "open_streamed_bed"]
@@ -157,8 +157,22 @@ class BedChunks(StreamedChunks):
                 view = memoryview(self._raw[:span].reshape(-1))
                 if handle.readinto(view) != view.nbytes:
                     raise OSError(f"{self.path}: file ended early (truncated .bed?)")
+                self._check_padding(self._raw[:span], int(first))
                 yield done, self._raw[:span], wanted[done:done + count] - first
                 done += count
+
+
+    def _check_padding(self, raw: np.ndarray, first: int) -> None:
+        """Refuse SNP rows ``first`` onward (``raw``) with non-zero padding bits.
+
+        One byte per SNP row, already in memory: see
+        :func:`admixspec.io.plink.padding_error`.
+        """
+        used = self.n_samples % 4
+        if used:
+            written = np.flatnonzero(raw[:, -1] >> (2 * used))
+            if len(written):
+                raise padding_error(self.path, self.n_samples, first + int(written[0]))
 
 
 def open_streamed_bed(path, *, memory_bytes: float, samples=None, region=None,

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.genotypes import MISSING
 
-__all__ = ["SNP_BASES", "decode_calls", "read_log_entries"]
+__all__ = ["SNP_BASES", "decode_calls", "first_out_of_range", "read_log_entries"]
 
 #: Allele letters of a SNP (an allele of one of these bases).
 SNP_BASES = frozenset("ACGTNacgtn")
@@ -48,6 +48,38 @@ def decode_calls(calls: np.ndarray, counts: np.ndarray) -> np.ndarray:
     counts[0] += int(np.count_nonzero(haploid))
     counts[1] += int(np.count_nonzero(half))
     return dosage
+
+
+def first_out_of_range(calls: np.ndarray, n_alt: np.ndarray) -> int | None:
+    """The first record with an allele index beyond its ALT alleles, if any.
+
+    htslib parses ``0/5`` at a site with one ALT without complaint, and
+    :func:`decode_calls` would count the 5 as ALT: a malformed call would
+    read as a real heterozygote.
+
+    Parameters
+    ----------
+    calls : int16, shape (b, n, ploidy + 1)
+        As for :func:`decode_calls`.
+    n_alt : int, shape (b,)
+        ALT alleles of each record (0 for ALT ``.``).
+
+    Returns
+    -------
+    int or None
+        The record's index in ``calls``, None when every index is in range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> calls = np.array([[[0, 1, 0]], [[0, 5, 0]]], dtype=np.int16)
+    >>> first_out_of_range(calls, np.array([1, 1]))
+    1
+    """
+    alleles = calls[..., :-1]
+    bad = (alleles > np.asarray(n_alt)[:, None, None]).any(axis=(1, 2))
+    records = np.flatnonzero(bad)
+    return int(records[0]) if len(records) else None
 
 
 def read_log_entries(skipped: dict, n_records: int, ploidy_counts) -> list[dict]:

@@ -27,6 +27,7 @@ from ..core.exceptions import InputError, UsageError
 
 __all__ = [
     "atomic_write",
+    "empty_region_error",
     "format_json",
     "is_snp_allele",
     "parse_region",
@@ -99,6 +100,31 @@ def region_mask(chrom: np.ndarray, positions: np.ndarray, region) -> np.ndarray:
     if end is not None:
         mask &= positions <= end
     return mask
+
+
+def empty_region_error(region: str, chroms, path) -> InputError:
+    """The error for a region that selects no variant of a file.
+
+    Parameters
+    ----------
+    region : str
+        The region asked for.
+    chroms : sequence of str
+        The file's chromosome names, each once (the first few are named: a
+        region on ``chr1`` of a file whose chromosomes are ``1``, ``2``, ...
+        selects nothing).
+    path : str or os.PathLike
+
+    Examples
+    --------
+    >>> print(empty_region_error("chr9", [str(c) for c in range(1, 23)], "x.bim"))
+    x.bim: region chr9 selects no variants (the file's chromosomes: 1, 2, 3, 4, 5, \
+... of 22)
+    """
+    names = [str(name) for name in chroms]
+    shown = ", ".join(names[:5]) + (f", ... of {len(names)}" if len(names) > 5 else "")
+    return InputError(f"region {region} selects no variants (the file's chromosomes: "
+                      f"{shown or 'none'})", path=path)
 
 
 def sample_rows(ids, samples, path, kind: str | None = ".fam") -> np.ndarray:

@@ -19,6 +19,7 @@ hard calls are read (a ``.pgen``'s imputed dosages are ignored).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,8 @@ import pandas as pd
 
 from ..core.exceptions import InputError, import_optional
 from ..core.genotypes import MISSING, Genotypes
-from .common import is_snp_allele, region_mask, sample_rows
-from .errors import check_complete_rows
+from .common import empty_region_error, is_snp_allele, region_mask, sample_rows
+from .errors import check_complete_rows, one_line
 
 __all__ = ["pgen_prefix", "read_pgen"]
 
@@ -194,6 +195,8 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
         psam["IID"].to_numpy(dtype=str), samples, str(prefix) + ".psam", kind=".psam"
     )
     in_region = region_mask(pvar["CHROM"].to_numpy(dtype=str), positions, region)
+    if region is not None and not in_region.any():
+        raise empty_region_error(region, pd.unique(pvar["CHROM"]), str(prefix) + ".pvar")
     alt = pvar["ALT"].to_numpy(dtype=str)
     multiallelic = np.char.find(alt, ",") >= 0
     # ALT "." is a monomorphic site; the .bed it came from has "0" there.
@@ -206,7 +209,8 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
             pgen_path, len(pvar), rows, columns, _allele_offsets(alt), len(psam)
         )
     except RuntimeError as error:  # pgenlib reports header/size problems this way
-        raise InputError(f"cannot read as .pgen ({error})", path=pgen_path) from None
+        raise InputError(f"cannot read as .pgen ({_pgenlib_message(error)})",
+                         path=pgen_path) from None
     selected = pvar.iloc[columns]
     genotypes = Genotypes(
         dosage=dosage,
@@ -225,6 +229,38 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
     )
     _log_skipped(genotypes, in_region, snp, multiallelic)
     return genotypes
+
+
+#: pgenlib's messages that name its own parameters, in the fileset's terms.
+_PGENLIB_MESSAGES = (
+    (re.compile(r"raw_variant_ct == (\d+), but .* contains (\d+) variants"),
+     r"the .pvar lists \1 variants, the .pgen holds \2"),
+    (re.compile(r"raw_sample_ct == (\d+), but .* contains (\d+) samples"),
+     r"the .psam lists \1 samples, the .pgen holds \2"),
+    (re.compile(r"^read_range\(\) error \d+$"),
+     r"the file looks truncated or corrupt: pgenlib's \g<0>"),
+)
+
+
+def _pgenlib_message(error: RuntimeError) -> str:
+    """pgenlib's message as one line of text (it raises bytes, ending in a newline).
+
+    Examples
+    --------
+    >>> _pgenlib_message(RuntimeError(b"x.pgen is not a .pgen file.\\n"))
+    'x.pgen is not a .pgen file'
+    >>> _pgenlib_message(RuntimeError("read_range() error 4"))
+    "the file looks truncated or corrupt: pgenlib's read_range() error 4"
+    """
+    text = error.args[0] if error.args else ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    text = one_line(text).rstrip(".")  # it goes inside the caller's parentheses
+    for pattern, replacement in _PGENLIB_MESSAGES:
+        match = pattern.search(text)
+        if match:
+            return match.expand(replacement)
+    return text or type(error).__name__
 
 
 def _log_skipped(genotypes, in_region, snp, multiallelic) -> None:

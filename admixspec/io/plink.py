@@ -18,13 +18,14 @@ import pandas as pd
 
 from ..core.exceptions import InputError
 from ..core.genotypes import MISSING, Genotypes
-from .common import is_snp_allele, region_mask, sample_rows
+from .common import empty_region_error, is_snp_allele, region_mask, sample_rows
 from .errors import check_complete_rows
 
 __all__ = ["plink_prefix", "read_plink", "write_plink"]
 
 _BED_MAGIC = b"\x6c\x1b"
 _SNP_MAJOR = 1
+_INDIVIDUAL_MAJOR = 0
 
 
 def plink_prefix(path) -> Path:
@@ -82,13 +83,107 @@ def read_bim(path) -> pd.DataFrame:
     return _read_table(Path(path), ["chrom", "id", "cm", "pos", "a1", "a2"], ".bim")
 
 
+def _data_line(path, record: int) -> int:
+    """The 1-based line number of data line ``record`` (0-based) of ``path``.
+
+    pandas skips blank lines, so a table's row index is not the line number.
+    Only called on the way to an error: it reads the file again.
+    """
+    with open(path, "rb") as handle:
+        data_lines = (number for number, line in enumerate(handle, 1) if line.strip())
+        for index, number in enumerate(data_lines):
+            if index == record:
+                return number
+    return record + 1
+
+
+def _bim_error(bim: pd.DataFrame, path, record: int, problem: str) -> InputError:
+    """``<path>:<line>: variant <id>: <problem>`` for ``.bim`` data line ``record``."""
+    return InputError(f"variant {bim['id'].iloc[record]}: {problem}", path=path,
+                      line=_data_line(path, record))
+
+
+def bim_positions(bim: pd.DataFrame, path) -> np.ndarray:
+    """``.bim`` column 4 as int64: 0 (PLINK's unknown position) or more.
+
+    Raises
+    ------
+    InputError
+        ``<path>:<line>: ...`` for the first position that is not an integer
+        or is negative.
+    """
+    text = bim["pos"]
+    try:
+        positions = text.astype(np.int64).to_numpy()
+    except (ValueError, OverflowError):
+        # astype does not say where; the regex runs only on the way to the error
+        bad = np.flatnonzero(~text.str.fullmatch(r"[+-]?\d{1,18}").to_numpy())
+        record = int(bad[0]) if len(bad) else 0
+        raise _bim_error(bim, path, record, f"position {text.iloc[record]!r} in "
+                         "column 4 is not an integer") from None
+    negative = np.flatnonzero(positions < 0)
+    if len(negative):
+        record = int(negative[0])
+        raise _bim_error(bim, path, record, f"negative position {positions[record]} "
+                         "in column 4 (PLINK's code for an unknown position is 0)")
+    return positions
+
+
+#: Missing-allele codes: PLINK 1.9 writes 0, PLINK 2 writes ., both for both
+#: alleles of a variant with no calls.
+_MISSING_ALLELES = ["0", "."]
+
+
+def check_bim_alleles(bim: pd.DataFrame, path) -> None:
+    """Refuse a ``.bim`` line whose two alleles are the same (other than missing).
+
+    Dosages count column 6 against column 5; with both the same allele they
+    would count nothing real.
+
+    Raises
+    ------
+    InputError
+        ``<path>:<line>: ...`` for the first such line.
+    """
+    a1, a2 = bim["a1"].to_numpy(dtype=str), bim["a2"].to_numpy(dtype=str)
+    same = np.flatnonzero((a1 == a2) & ~np.isin(a1, _MISSING_ALLELES))
+    if len(same):
+        record = int(same[0])
+        raise _bim_error(bim, path, record, f"identical alleles {str(a1[record])!r} in "
+                         "columns 5 and 6")
+
+
+def _check_bed_header(head: bytes, path) -> None:
+    """Refuse a ``.bed`` whose first 3 bytes are not ``6c 1b 01`` (SNP-major)."""
+    if head[:2] != _BED_MAGIC[:len(head)] or not head:
+        raise InputError(
+            "not a PLINK 1 .bed file (wrong magic bytes: expected 6c 1b, found "
+            f"{head[:2].hex(' ') or 'nothing'})",
+            path=path,
+        )
+    if len(head) < 3:
+        size = "1 byte" if len(head) == 1 else f"{len(head)} bytes"
+        raise InputError(f"only {size} long, too short for the 3-byte .bed header "
+                         "(6c 1b, then the mode byte)", path=path)
+    if head[2] == _INDIVIDUAL_MAJOR:
+        raise InputError(
+            "individual-major .bed files are not supported (mode byte 00); "
+            "rewrite it with 'plink1.9 --bfile X --make-bed'",
+            path=path,
+        )
+    if head[2] != _SNP_MAJOR:
+        raise InputError(f"invalid .bed mode byte {head[2]:02x} (expected 01, "
+                         "SNP-major)", path=path)
+
+
 def check_bed(path, n_individuals: int, n_snps: int) -> None:
     """Validate a ``.bed`` header and size against the ``.fam``/``.bim`` counts.
 
     Raises
     ------
     InputError
-        Wrong magic bytes, individual-major mode, or a size other than
+        Wrong magic bytes, fewer than 3 bytes, individual-major or invalid
+        mode byte, or a size other than
         ``3 + n_snps * ceil(n_individuals / 4)`` bytes.
     """
     path = Path(path)
@@ -98,18 +193,7 @@ def check_bed(path, n_individuals: int, n_snps: int) -> None:
     size = path.stat().st_size
     with open(path, "rb") as handle:
         head = handle.read(3)
-    if len(head) < 3 or head[:2] != _BED_MAGIC:
-        raise InputError(
-            "not a PLINK 1 .bed file (wrong magic bytes: expected 6c 1b, found "
-            f"{head[:2].hex(' ') or 'nothing'})",
-            path=path,
-        )
-    if head[2] != _SNP_MAJOR:
-        raise InputError(
-            "individual-major .bed files are not supported (mode byte is not 01); "
-            "rewrite it with 'plink1.9 --bfile X --make-bed'",
-            path=path,
-        )
+    _check_bed_header(head, path)
     expected = 3 + n_snps * ((n_individuals + 3) // 4)
     if size != expected:
         raise InputError(
@@ -119,13 +203,17 @@ def check_bed(path, n_individuals: int, n_snps: int) -> None:
         )
 
 
-def _snp_columns(bim, positions, region):
+def _snp_columns(bim, positions, region, bim_path):
     """``.bim`` rows in the region with single-character alleles.
+
+    A region that selects no ``.bim`` row is an :class:`InputError`.
 
     Returns (columns, variants in the region, of which not SNPs).
     """
     columns_mask = region_mask(bim["chrom"].to_numpy(), positions, region)
     in_region = int(columns_mask.sum())
+    if region is not None and not in_region:
+        raise empty_region_error(region, pd.unique(bim["chrom"]), bim_path)
     snp = is_snp_allele(bim["a1"]) & is_snp_allele(bim["a2"])
     not_snp = int(np.count_nonzero(columns_mask & ~snp))
     return np.flatnonzero(columns_mask & snp), in_region, not_snp
@@ -135,18 +223,46 @@ def _snp_columns(bim, positions, region):
 _MISSING_BLOCK = 8192
 
 
+def padding_error(bed_path, n_samples: int, snp_row: int) -> InputError:
+    """The error for non-zero padding bits in ``.bed`` SNP row ``snp_row`` (0-based).
+
+    PLINK fills the unused 2-bit slots after the last individual of each SNP's
+    last byte with zeros, so a non-zero slot holds an individual that the
+    ``.fam`` does not list: its lines would name the wrong genotypes.
+    """
+    fam = str(plink_prefix(bed_path)) + ".fam"
+    return InputError(
+        f"holds more individuals than the {n_samples} lines of {fam}: SNP row "
+        f"{snp_row + 1} has genotype bits after the last of them (PLINK writes "
+        "zeros there)", path=bed_path)
+
+
 def read_bed_columns(bed_path, n_samples, n_variants, rows, columns,
                      num_threads) -> np.ndarray:
-    """Copies of the A2 allele, int8 (rows, columns), -1 missing (bed-reader)."""
+    """Copies of the A2 allele, int8 (rows, columns), -1 missing (bed-reader).
+
+    Raises
+    ------
+    InputError
+        A read SNP row has non-zero padding bits (:func:`padding_error`).
+    """
     from bed_reader import open_bed
 
     if not (len(rows) and len(columns)):
         return np.zeros((len(rows), len(columns)), dtype=np.int8)
+    # The unused slots of each SNP's last byte, read in the same pass as extra
+    # rows at the end: a view of the first len(rows) rows stays C-contiguous.
+    padding = np.arange(n_samples, -(-n_samples // 4) * 4)
     with open_bed(
-        bed_path, iid_count=n_samples, sid_count=n_variants, count_A1=False,
-        num_threads=num_threads, skip_format_check=True,
+        bed_path, iid_count=n_samples + len(padding), sid_count=n_variants,
+        count_A1=False, num_threads=num_threads, skip_format_check=True,
     ) as bed:
-        dosage = bed.read(index=np.s_[rows, columns], dtype="int8", order="C")
+        dosage = bed.read(index=np.s_[np.concatenate([rows, padding]), columns],
+                          dtype="int8", order="C")
+    written = np.flatnonzero((dosage[len(rows):] != 0).any(axis=0))  # 00 reads as 0
+    if len(written):
+        raise padding_error(bed_path, n_samples, int(columns[written[0]]))
+    dosage = dosage[:len(rows)]
     # by blocks of SNPs: one mask of the whole matrix was a second m x n bytes
     for start in range(0, dosage.shape[1], _MISSING_BLOCK):
         block = dosage[:, start : start + _MISSING_BLOCK]
@@ -183,13 +299,11 @@ def open_fileset(path, samples=None, region: str | None = None) -> Fileset:
     fam = read_fam(str(prefix) + ".fam")
     bim = read_bim(str(prefix) + ".bim")
     check_bed(bed_path, len(fam), len(bim))
-    try:
-        positions = bim["pos"].astype(np.int64).to_numpy()
-    except ValueError:
-        raise InputError("non-integer position in column 4",
-                         path=str(prefix) + ".bim") from None
+    positions = bim_positions(bim, str(prefix) + ".bim")
+    check_bim_alleles(bim, str(prefix) + ".bim")
     rows = sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
-    columns, in_region, not_snp = _snp_columns(bim, positions, region)
+    columns, in_region, not_snp = _snp_columns(bim, positions, region,
+                                               str(prefix) + ".bim")
     return Fileset(bed_path, fam, bim, positions, rows, columns, in_region, not_snp)
 
 

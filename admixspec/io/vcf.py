@@ -37,6 +37,7 @@ import os
 import shutil
 import struct
 import subprocess
+import warnings
 import zlib
 from pathlib import Path
 
@@ -45,8 +46,8 @@ import pandas as pd
 
 from ..core.exceptions import InputError
 from ..core.genotypes import Genotypes
-from .calls import SNP_BASES, decode_calls, read_log_entries
-from .common import parse_region, sample_rows, temporary_beside
+from .calls import SNP_BASES, decode_calls, first_out_of_range, read_log_entries
+from .common import empty_region_error, parse_region, sample_rows, temporary_beside
 
 __all__ = ["BgzfWriter", "read_vcf", "write_vcf"]
 
@@ -210,7 +211,13 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
             vcf = _open_vcf(path, samples=keep)
             file_samples = list(vcf.samples)
         iterator = vcf(_htslib_region(chrom, start, end)) if region is not None else vcf
-        result = _read_records(iterator, len(file_samples), path, block_size)
+        with warnings.catch_warnings():
+            # cyvcf2 warns "no intervals found for b'<path>'" for a contig the
+            # index lacks; the InputError below says it in the file's terms
+            warnings.filterwarnings("ignore", "no intervals found", UserWarning)
+            result = _read_records(iterator, len(file_samples), path, block_size)
+        if region is not None and result[3] == 0:
+            raise empty_region_error(region, vcf.seqnames, path)
     finally:
         vcf.close()
     dosage, variants, skipped, n_records, ploidy_counts = result
@@ -241,6 +248,7 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
     skipped = {"multiallelic": 0, "indel": 0, "symbolic_or_other": 0}
     blocks: list[np.ndarray] = []
     buffer: list[np.ndarray] = []
+    n_alt: list[int] = []  # ALT alleles of each record in buffer
     counts = np.zeros(3, dtype=np.int64)
     n_records = 0
     snp_bases = SNP_BASES
@@ -267,14 +275,16 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
                 skipped["symbolic_or_other"] += 1
                 continue
             buffer.append(variant.genotype.array())
+            n_alt.append(len(alts))
             chrom_list.append(variant.CHROM)
             pos_list.append(variant.POS)
             id_list.append(variant.ID or ".")
             ref_list.append(ref)
             alt_list.append(alt)
             if len(buffer) == block_size:
-                blocks.append(_decode_buffer(buffer, counts))
-                buffer = []
+                blocks.append(_decode_buffer(buffer, n_alt, counts, path,
+                                             chrom_list, pos_list))
+                buffer, n_alt = [], []
     except InputError:
         raise
     except Exception as error:  # htslib parse errors surface as bare exceptions
@@ -282,7 +292,7 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
             f"cannot parse VCF record {n_records + 1} ({error})", path=path
         ) from None
     if buffer:
-        blocks.append(_decode_buffer(buffer, counts))
+        blocks.append(_decode_buffer(buffer, n_alt, counts, path, chrom_list, pos_list))
     n_snps = sum(block.shape[0] for block in blocks)
     dosage = np.empty((n_samples, n_snps), dtype=np.int8)
     column = 0
@@ -302,7 +312,9 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
     return dosage, variants, skipped, n_records, counts
 
 
-def _decode_buffer(buffer: list, counts: np.ndarray) -> np.ndarray:
+def _decode_buffer(buffer: list, n_alt: list, counts: np.ndarray, path: Path,
+                   chroms: list, positions: list) -> np.ndarray:
+    """Decode the last ``len(buffer)`` kept records (``chroms``, ``positions``)."""
     width = max(calls.shape[1] for calls in buffer)
     if all(calls.shape[1] == width for calls in buffer):
         stacked = np.stack(buffer)
@@ -310,7 +322,20 @@ def _decode_buffer(buffer: list, counts: np.ndarray) -> np.ndarray:
         stacked = np.full((len(buffer), buffer[0].shape[0], width), -2, dtype=np.int16)
         for index, calls in enumerate(buffer):
             stacked[index, :, : calls.shape[1] - 1] = calls[:, :-1]
+    bad = first_out_of_range(stacked, np.asarray(n_alt))
+    if bad is not None:
+        record = len(chroms) - len(buffer) + bad
+        _allele_index_error(stacked[bad], n_alt[bad], path,
+                            f"{chroms[record]}:{positions[record]}")
     return decode_calls(stacked, counts)
+
+
+def _allele_index_error(calls: np.ndarray, n_alt: int, path: Path, site: str):
+    """Raise the :class:`InputError` for a record with an allele index beyond ALT."""
+    index = int(calls[:, :-1].max())
+    alleles = "1 ALT allele" if n_alt == 1 else f"{n_alt} ALT alleles"
+    raise InputError(f"record {site} has GT allele index {index}, but the site has "
+                     f"{alleles}", path=path)
 
 
 # --------------------------------------------------------------------------- writing

@@ -29,7 +29,7 @@ import pandas as pd
 from ..core.exceptions import InputError, import_optional
 from ..core.genotypes import Genotypes
 from .calls import SNP_BASES, decode_calls, read_log_entries
-from .common import region_mask, sample_rows
+from .common import empty_region_error, region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 from .zarr_metadata import check_arrays, present_arrays
 
@@ -225,6 +225,8 @@ def _biallelic_snps(store, samples, region, path: Path):
     rows = sample_rows(file_samples, samples, path, kind=".vcz")
     chrom, positions = _contigs_and_positions(store)
     in_region = np.flatnonzero(region_mask(chrom, positions, region))
+    if region is not None and not len(in_region):
+        raise empty_region_error(region, pd.unique(chrom), path)
     alleles = _strings(store["variant_allele"])
     snp, skipped = classify_alleles(alleles[in_region])
     return (file_samples, rows, in_region[snp], alleles, chrom, positions, skipped,
