@@ -24,6 +24,7 @@ import numpy as np
 
 from .core.exceptions import InputError, UsageError
 from .core.metrics import align_components
+from .core.validation import Interval, validate_params
 
 __all__ = ["ancestry_palette", "individual_order", "plot_ancestry", "plot_cv"]
 
@@ -47,6 +48,12 @@ PALETTE_12 = (
 )
 
 _FORMATS = (".png", ".pdf", ".svg")
+
+#: Most pixels a figure may have on a side. matplotlib's Agg renderer refuses
+#: 2**16 and more up to version 3.9 (2**23 since 3.10, matplotlib PR 28904),
+#: with a traceback; one limit for every supported version, and a figure that
+#: wide is more than any screen or page shows anyway.
+MAX_PIXELS = 2**16 - 1
 
 
 def ancestry_palette(K: int) -> list[str]:
@@ -88,41 +95,54 @@ def ancestry_palette(K: int) -> list[str]:
     return [colours[k % len(colours)] for k in range(K)]
 
 
+def _read_q(path: Path) -> np.ndarray:
+    """A Q file, checked to be one: its rows sum to 1 (a ``.P``'s do not)."""
+    from .io.admixture import read_q
+    from .io.results import check_q_rows
+
+    Q = read_q(path)
+    check_q_rows(Q, path)
+    return Q
+
+
 def _mode_panels(prefix: Path, K: int, q_path: Path) -> list[tuple[np.ndarray, str]]:
     """A K's modes (``PREFIX.K.modes.tsv``) as panels named ``K=4 mode 2 (30%)``.
 
     The best run's mode is marked ``*``; without a modes table, the K's Q alone.
     """
-    from .io.admixture import read_q
     from .io.modes import mode_panels
+    from .io.results import check_q_rows
 
     panels = []
     for mode, share, Q, path in mode_panels(prefix, K):
+        check_q_rows(Q, path)
         best = "*" if path.resolve() == q_path.resolve() else ""
         percent = "" if np.isnan(share) else f" ({100 * share:.0f}%)"
         panels.append((Q, f"K={K}\nmode {mode}{percent}{best}"))
-    return panels or [(read_q(q_path), f"K={K}")]
+    return panels or [(_read_q(q_path), f"K={K}")]
 
 
-def _load_panels(Qs, Ks, *, modes: bool = False) -> list[tuple[np.ndarray, str]]:
-    """(Q, source name) for arrays, ``.Q`` paths and run prefixes.
+def _load_panels(Qs, Ks, *, modes: bool = False):
+    """(Q, source name) for arrays, ``.Q`` paths and run prefixes, and the files.
 
     With ``modes``, a run prefix gives each K's modes (:func:`_mode_panels`),
-    named for the figure.
+    named for the figure. Returns ``(panels, q_paths)``: the ``.Q`` files
+    given or found (each K's best run's), beside which the run's sample IDs
+    may be recorded.
     """
-    from .io.admixture import read_q
     from .io.results import find_runs
 
     if isinstance(Qs, (str, os.PathLike)) or (
         isinstance(Qs, np.ndarray) and Qs.ndim == 2
     ):
         Qs = [Qs]
-    panels = []
+    panels, q_paths = [], []
     for index, item in enumerate(Qs):
         if isinstance(item, (str, os.PathLike)):
             path = Path(item)
             if path.is_file():
-                panels.append((read_q(path), path.name))
+                panels.append((_read_q(path), path.name))
+                q_paths.append(path)
                 continue
             runs = find_runs(path)
             if not runs:
@@ -131,7 +151,8 @@ def _load_panels(Qs, Ks, *, modes: bool = False) -> list[tuple[np.ndarray, str]]
                 for K, q_path in runs:
                     panels.extend(_mode_panels(path, K, q_path))
             else:
-                panels.extend((read_q(q_path), q_path.name) for _, q_path in runs)
+                panels.extend((_read_q(q_path), q_path.name) for _, q_path in runs)
+            q_paths.extend(q_path for _, q_path in runs)
             continue
         Q = np.asarray(item, dtype=float)
         if Q.ndim != 2:
@@ -143,7 +164,7 @@ def _load_panels(Qs, Ks, *, modes: bool = False) -> list[tuple[np.ndarray, str]]
     if not panels:
         which = f" with K in {sorted(Ks)}" if Ks else ""
         raise UsageError("no Q matrix to plot" + which)
-    return panels
+    return panels, q_paths
 
 
 def individual_order(Q: np.ndarray, labels, population_order):
@@ -180,9 +201,15 @@ def individual_order(Q: np.ndarray, labels, population_order):
     return np.concatenate(order), groups
 
 
-def _check_panel_inputs(loaded, labels, sample_ids, out):
-    """Labels (read from a file if a path), after checking every size."""
-    from .io.results import read_population_labels, read_sample_ids
+def _check_panel_inputs(loaded, q_paths, labels, sample_ids, out):
+    """Labels (read from a file if a path), after checking every size.
+
+    A label file is read by sample ID where the IDs are known: given, or
+    recorded beside the run's Q files
+    (:func:`~admixspec.io.results.recorded_sample_ids`), so a table's rows
+    may come in any order.
+    """
+    from .io.results import read_population_labels, read_sample_ids, recorded_sample_ids
 
     n = loaded[0][0].shape[0]
     for Q, source in loaded:
@@ -195,6 +222,8 @@ def _check_panel_inputs(loaded, labels, sample_ids, out):
     if sample_ids is not None and len(sample_ids) != n:
         raise UsageError(f"{len(sample_ids)} sample IDs for {n} individuals")
     if isinstance(labels, (str, os.PathLike)):
+        if sample_ids is None:
+            sample_ids = recorded_sample_ids(q_paths, n)
         labels = read_population_labels(labels, sample_ids=sample_ids)
     if labels is not None and len(labels) != n:
         raise UsageError(f"{len(labels)} labels for {n} individuals")
@@ -260,6 +289,7 @@ def _new_figure(n_panels, n, groups, *, width, panel_height, dpi, title, rotate_
         longest = max(len(g[0]) for g in groups)
         bottom_margin = 0.12 * longest + 0.2 if rotate_labels else 0.35
     height = panel_height * n_panels + bottom_margin + (0.4 if title else 0.1)
+    _check_pixels(width, height, dpi)
     fig = Figure(figsize=(width, height), dpi=dpi)
     axes = fig.subplots(n_panels, 1, sharex=True, squeeze=False)[:, 0]
     # a panel name's longest line, at about 0.075 inch per character of 9 pt text
@@ -273,6 +303,31 @@ def _new_figure(n_panels, n, groups, *, width, panel_height, dpi, title, rotate_
         hspace=0.08,
     )
     return fig, list(axes), rotate_labels
+
+
+def _check_pixels(width: float, height: float, dpi: float) -> None:
+    """Refuse a figure larger than :data:`MAX_PIXELS` on a side.
+
+    Parameters
+    ----------
+    width, height : float
+        The figure's size in inches.
+    dpi : float
+        Its resolution, in pixels per inch.
+
+    Raises
+    ------
+    UsageError
+        Giving the size in inches and pixels, and the limit.
+    """
+    # matplotlib's Agg renderer truncates the size to whole pixels
+    pixels = (int(width * dpi), int(height * dpi))
+    if max(pixels) > MAX_PIXELS:
+        raise UsageError(
+            f"a figure of {width:g} x {height:g} inches at {dpi:g} dpi is "
+            f"{pixels[0]} x {pixels[1]} pixels, over the limit of {MAX_PIXELS} "
+            "pixels a side: lower the width, panel height or dpi"
+        )
 
 
 def _given_axes(ax, n_panels):
@@ -318,6 +373,11 @@ def _label_individuals(ax, groups, n, rotate) -> None:
         ax.set_xlabel(f"{n} individuals, grouped by dominant component")
 
 
+@validate_params({
+    "width": Interval(float, 0, closed="neither", allow_none=True),
+    "panel_height": Interval(float, 0, closed="neither"),
+    "dpi": Interval(float, 0, closed="neither"),
+})
 def plot_ancestry(
     Qs,
     *,
@@ -353,8 +413,10 @@ def plot_ancestry(
         Without labels individuals are grouped by their dominant component.
     sample_ids : sequence of str or path, optional
         Sample IDs in Q row order (or a ``.fam``/``.bed``/VCF/ID-list file,
-        see :func:`admixspec.io.results.read_sample_ids`), to look a CSV/TSV
-        label table up by ID.
+        see :func:`admixspec.io.results.read_sample_ids`), to look a label
+        file up by ID. Default: the IDs recorded beside the Q files
+        (:func:`admixspec.io.results.recorded_sample_ids`); a CSV/TSV label
+        table cannot be read without IDs.
     population_order : sequence of str, optional
         Left-to-right order of populations; unlisted ones follow in order of
         first appearance (the default order).
@@ -386,8 +448,9 @@ def plot_ancestry(
     width, panel_height : float
         Figure width (default from the number of individuals) and height of
         one panel, in inches.
-    dpi : int
-        Resolution of a PNG.
+    dpi : float
+        Resolution of a PNG, in pixels per inch. The figure may have at most
+        :data:`MAX_PIXELS` pixels a side.
     rotate_labels : bool, optional
         Rotate population names vertically (default: when the labels would
         crowd).
@@ -409,10 +472,13 @@ def plot_ancestry(
     ------
     UsageError
         Inconsistent shapes, unknown populations in ``population_order``, a
-        number of axes other than the number of panels, or an unsupported
-        output extension.
+        number of axes other than the number of panels, an unsupported
+        output extension, a size or resolution that is not positive, or a
+        figure over :data:`MAX_PIXELS` pixels a side.
     InputError
-        An unreadable Q file.
+        An unreadable Q file, one whose rows do not sum to 1
+        (:func:`admixspec.io.results.check_q_rows`), or a label table
+        without sample IDs to look it up by.
 
     Examples
     --------
@@ -423,8 +489,8 @@ def plot_ancestry(
     >>> len(fig.axes)
     2
     """
-    loaded = _load_panels(Qs, Ks, modes=modes)
-    labels = _check_panel_inputs(loaded, labels, sample_ids, out)
+    loaded, q_paths = _load_panels(Qs, Ks, modes=modes)
+    labels = _check_panel_inputs(loaded, q_paths, labels, sample_ids, out)
     perms, aligned, panel_names = _aligned_panels(loaded, align=align, names=names,
                                                   modes=modes)
     K_max = max(Q.shape[1] for Q in aligned)
@@ -455,6 +521,11 @@ def plot_ancestry(
     return fig
 
 
+#: plot_cv's figure size, in inches.
+_CV_SIZE = (4.5, 3.2)
+
+
+@validate_params({"dpi": Interval(float, 0, closed="neither")})
 def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
     """Cross-validation error against K, with the best K marked.
 
@@ -468,8 +539,9 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
         Output file (``.png``, ``.pdf`` or ``.svg``).
     title : str, optional
         Axes title.
-    dpi : int
-        Resolution of a PNG.
+    dpi : float
+        Resolution of a PNG, in pixels per inch; the figure may have at most
+        :data:`MAX_PIXELS` pixels a side.
 
     Returns
     -------
@@ -479,6 +551,9 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
     ------
     InputError
         When the logs hold no CV error line.
+    UsageError
+        An unsupported output extension, or a ``dpi`` that is not positive
+        or makes the figure over :data:`MAX_PIXELS` pixels a side.
 
     Examples
     --------
@@ -491,6 +566,7 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
     from .io.results import find_runs, read_run_log
 
     _check_format(out)
+    _check_pixels(*_CV_SIZE, dpi)
     if isinstance(results, (str, os.PathLike)):
         results = [results]
     if not hasattr(results, "items"):
@@ -517,7 +593,7 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
     Ks = sorted(cv)
     values = [cv[K] for K in Ks]
     best = Ks[int(np.argmin(values))]
-    fig = Figure(figsize=(4.5, 3.2), dpi=dpi)
+    fig = Figure(figsize=_CV_SIZE, dpi=dpi)
     ax = fig.add_subplot()
     ax.plot(Ks, values, marker="o", color=PALETTE_12[0])
     ax.plot([best], [cv[best]], marker="*", markersize=14, color=PALETTE_12[3],

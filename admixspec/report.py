@@ -70,6 +70,9 @@ _WIDTH = 1100
 #: Height of one ancestry panel.
 _PANEL_HEIGHT = 110
 
+#: What the report may be written as: it is one HTML page.
+_SUFFIXES = (".html", ".htm")
+
 _ESTIMATOR = re.compile(r"^Estimator:\s*(.+)$", re.MULTILINE)
 _REASON = re.compile(r"^(Refine reason|Fallback reason):\s*(.+)$", re.MULTILINE)
 _ITERATION = re.compile(r"^\d+ \(")
@@ -99,9 +102,10 @@ class _Panel:
 
 @dataclass
 class _RunInfo:
-    """What the log and JSON of one K say."""
+    """What the log and JSON of one K say, beside its Q file."""
 
     K: int
+    q_path: Path
     record: dict = field(default_factory=dict)
     log_text: str = ""
     loglik: float = math.nan
@@ -110,20 +114,14 @@ class _RunInfo:
     reason: str = ""
 
 
-def _read_json(path: Path) -> dict:
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise InputError(f"cannot parse JSON ({err})", path=path) from None
-
-
 def _run_info(K: int, q_path: Path) -> _RunInfo:
-    from .io.results import read_run_log
+    from .io.results import read_run_log, read_run_record
 
     base = str(q_path)[: -len(".Q")]
-    info = _RunInfo(K, record=_read_json(Path(base + ".json")))
+    json_path = Path(base + ".json")
+    # the record's fields are checked once, there: what follows may trust them
+    record = read_run_record(json_path, K=K) if json_path.is_file() else {}
+    info = _RunInfo(K, q_path, record=record)
     log_path = Path(base + ".log")
     if log_path.is_file():
         info.log_text = log_path.read_text(errors="replace")
@@ -153,7 +151,7 @@ def _run_info(K: int, q_path: Path) -> _RunInfo:
 def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
     from .io.admixture import output_path, read_q
     from .io.modes import mode_panels
-    from .io.results import find_runs
+    from .io.results import check_q_rows, find_runs
 
     runs = find_runs(prefix)
     if Ks is not None:
@@ -167,6 +165,7 @@ def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
         if main_Q.shape[1] != K:
             raise InputError(f"has {main_Q.shape[1]} columns, expected K = {K}",
                              path=q_path)
+        check_q_rows(main_Q, q_path)
         se_path = output_path(prefix, K, "Q_se")
         se = read_q(se_path) if se_path.is_file() else None
         if se is not None and se.shape != main_Q.shape:
@@ -175,6 +174,7 @@ def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
         modes = mode_panels(prefix, K)
         if modes:
             for mode, share, Q, path in modes:
+                check_q_rows(Q, path)
                 best = path.resolve() == q_path.resolve()
                 panels.append(_Panel(K, Q, path, mode, share, best,
                                      se if best else None))
@@ -189,24 +189,14 @@ def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
     return panels, infos
 
 
-def _sample_ids(sample_ids, infos, prefix, n) -> tuple[np.ndarray, bool]:
+def _sample_ids(sample_ids, infos, n) -> tuple[np.ndarray, bool]:
     """Sample IDs in Q row order, and whether they are real (not placeholders)."""
-    from .io.results import read_sample_ids
+    from .io.results import read_sample_ids, recorded_sample_ids
 
     if sample_ids is None:
-        # the run's input, as the JSON records it (relative to where it ran, or
-        # to the prefix's folder)
-        for info in infos:
-            source = info.record.get("input")
-            if not source:
-                continue
-            for candidate in (Path(source), Path(prefix).parent / source):
-                try:
-                    ids = read_sample_ids(candidate)
-                except InputError:
-                    continue
-                if len(ids) == n:
-                    return ids, True
+        ids = recorded_sample_ids([info.q_path for info in infos], n)
+        if ids is not None:
+            return ids, True
         return np.array([f"individual {i + 1}" for i in range(n)]), False
     if isinstance(sample_ids, (str, Path)):
         ids = read_sample_ids(sample_ids)
@@ -685,7 +675,7 @@ def report_html(prefix, *, labels=None, sample_ids=None, population_order=None,
 
     panels, infos = _load_panels(prefix, Ks)
     n = panels[0].Q.shape[0]
-    ids, ids_known = _sample_ids(sample_ids, infos, prefix, n)
+    ids, ids_known = _sample_ids(sample_ids, infos, n)
     if isinstance(labels, (str, Path)):
         labels = read_population_labels(labels, sample_ids=ids if ids_known else None)
     if labels is not None and len(labels) != n:
@@ -717,6 +707,13 @@ def report_html(prefix, *, labels=None, sample_ids=None, population_order=None,
     return file_html(layout, resources=INLINE, title=title)
 
 
+def _check_out(out) -> None:
+    """Refuse an output name that says it is not HTML (a ``.png`` holding a page)."""
+    if Path(out).suffix.lower() not in _SUFFIXES:
+        raise UsageError(f"the report is an HTML page: name it .html or .htm, "
+                         f"not {str(out)!r}")
+
+
 def write_report(prefix, out, *, labels=None, sample_ids=None, population_order=None,
                  Ks=None, title: str | None = None, command: str | None = None) -> Path:
     """Write a run's self-contained interactive HTML report.
@@ -727,13 +724,15 @@ def write_report(prefix, out, *, labels=None, sample_ids=None, population_order=
         The ``--out`` prefix of ``admixspec run`` (every ``PREFIX.K.Q`` is
         shown, with its modes when ``PREFIX.K.modes.tsv`` exists).
     out : str or os.PathLike
-        The HTML file to write (atomically).
+        The HTML file to write (atomically), named ``.html`` or ``.htm``.
     labels : sequence of str, shape (n_individuals,), or path, optional
         Population of each individual, or a ``.pop``/``.fam``/CSV/TSV file of
         them, as :func:`admixspec.plot_ancestry` takes them.
     sample_ids : sequence of str or path, optional
         Sample IDs in Q row order, or a ``.fam``/``.bed``/VCF/ID-list file;
-        default: the run's input recorded in ``PREFIX.K.json``, if readable.
+        default: the run's input recorded in ``PREFIX.K.json``, or
+        ``PREFIX.fam``, if readable
+        (:func:`admixspec.io.results.recorded_sample_ids`).
     population_order : sequence of str, optional
         Left-to-right order of populations.
     Ks : sequence of int, optional
@@ -751,9 +750,14 @@ def write_report(prefix, out, *, labels=None, sample_ids=None, population_order=
     Raises
     ------
     InputError
-        No ``PREFIX.K.Q`` files, or unreadable or inconsistent ones.
+        No ``PREFIX.K.Q`` files, unreadable or inconsistent ones, ones whose
+        rows do not sum to 1 (:func:`admixspec.io.results.check_q_rows`),
+        a ``PREFIX.K.json`` that is not a run record
+        (:func:`admixspec.io.results.read_run_record`), or a label table
+        without sample IDs to look it up by.
     UsageError
-        Bokeh missing, or labels/IDs of the wrong length.
+        Bokeh missing, labels/IDs of the wrong length, or an ``out`` not
+        named ``.html``/``.htm``.
 
     Examples
     --------
@@ -769,6 +773,7 @@ def write_report(prefix, out, *, labels=None, sample_ids=None, population_order=
     """
     from .io.common import write_text
 
+    _check_out(out)
     text = report_html(prefix, labels=labels, sample_ids=sample_ids,
                        population_order=population_order, Ks=Ks, title=title,
                        command=command)

@@ -7,14 +7,17 @@ import pytest
 
 from admixspec import InputError, UsageError, simulate_balding_nichols
 from admixspec.core.metrics import align_components
+from admixspec.io.admixture import write_q
 from admixspec.io.results import (
+    check_q_rows,
     find_runs,
     read_population_labels,
     read_run_log,
+    read_run_record,
     read_sample_ids,
     summarize_runs,
 )
-from admixspec.plot import ancestry_palette, plot_ancestry, plot_cv
+from admixspec.plot import MAX_PIXELS, ancestry_palette, plot_ancestry, plot_cv
 
 
 def _nested_truth(n=90, K_max=5, seed=3):
@@ -344,3 +347,185 @@ class TestPlotCommand:
         assert lines[0].split("\t") == ["K", "loglik", "cv_error", "seconds", "best"]
         assert [line.split("\t")[0] for line in lines[1:]] == ["2", "4"]
         assert lines[2].split("\t")[-1] == "True"
+
+
+def _fam(path, ids):
+    path.write_text("".join(f"F{i} {sample} 0 0 0 -9\n" for i, sample in enumerate(ids)))
+    return path
+
+
+class TestRunRecord:
+    def test_summarize_runs__json_that_is_not_an_object_is_an_input_error(
+        self, tmp_path
+    ):
+        write_q(tmp_path / "r.2.Q", np.full((3, 2), 0.5))
+        (tmp_path / "r.2.json").write_text("[1, 2]")
+        with pytest.raises(InputError, match=r"r\.2\.json: is not an admixspec run "
+                           r"record: expected a JSON object, found an array"):
+            summarize_runs(tmp_path / "r")
+
+    @pytest.mark.parametrize("field, value, where", [
+        ("loglik", '"-12.5"', r'"loglik" must be a number, found a string'),
+        ("timings", "[1.5]", r'"timings" must be an object, found an array'),
+        ("seconds", "true", r'"seconds" must be a number, found true or false'),
+        ("input", "5", r'"input" must be a string, found a number'),
+        ("filters", '["x"]', r'"filters"\[0\] must be an object, found a string'),
+        ("modes", '{"runs": [{"loglik": "x"}]}',
+         r'"modes"\."runs"\[0\]\."loglik" must be a number, found a string'),
+    ])
+    def test_read_run_record__a_field_of_the_wrong_type_is_an_input_error_naming_it(
+        self, tmp_path, field, value, where
+    ):
+        path = tmp_path / "r.2.json"
+        path.write_text(f'{{"K": 2, "{field}": {value}}}')
+        with pytest.raises(InputError, match="not an admixspec run record: " + where):
+            read_run_record(path)
+
+    def test_read_run_record__absent_and_null_fields_are_unknown(self, tmp_path):
+        path = tmp_path / "r.2.json"
+        path.write_text('{"loglik": null, "seed": null, "modes": {"runs": []}}')
+        assert read_run_record(path, K=2)["loglik"] is None
+
+    def test_read_run_record__a_K_other_than_the_files_is_an_input_error(
+        self, tmp_path
+    ):
+        path = tmp_path / "r.2.json"
+        path.write_text('{"K": 3, "loglik": -1.0}')
+        with pytest.raises(InputError, match="records K = 3, but its name says K = 2"):
+            read_run_record(path, K=2)
+
+    def test_summary_command__json_that_is_not_an_object_exits_1_in_one_line(
+        self, tmp_path, capsys
+    ):
+        from admixspec.cli import main
+
+        write_q(tmp_path / "r.2.Q", np.full((3, 2), 0.5))
+        (tmp_path / "r.2.json").write_text("[1, 2]")
+        assert main(["summary", str(tmp_path / "r")]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "expected a JSON object" in err
+
+
+class TestFigureSize:
+    def test_plot_ancestry__a_figure_over_the_pixel_limit_is_a_usage_error(self):
+        Q = np.full((4, 2), 0.5)
+        with pytest.raises(UsageError, match=r"100000 x [\d.]+ inches at 150 dpi is "
+                           rf"15000000 x \d+ pixels, over the limit of {MAX_PIXELS}"):
+            plot_ancestry(Q, width=100_000)
+        with pytest.raises(UsageError, match=f"{MAX_PIXELS + 1} x .* over the limit"):
+            plot_ancestry(Q, width=(MAX_PIXELS + 1) / 10, dpi=10)
+        fig = plot_ancestry(Q, width=MAX_PIXELS / 10, dpi=10)  # at the limit: drawn
+        assert fig.get_size_inches()[0] * 10 == MAX_PIXELS
+
+    @pytest.mark.parametrize("argument", ["width", "panel_height", "dpi"])
+    def test_plot_ancestry__a_size_that_is_not_positive_is_a_usage_error(
+        self, argument
+    ):
+        with pytest.raises(UsageError, match=f"{argument} must be positive, got 0"):
+            plot_ancestry(np.full((4, 2), 0.5), **{argument: 0})
+
+    def test_plot_cv__a_dpi_over_the_pixel_limit_is_a_usage_error(self):
+        with pytest.raises(UsageError, match="over the limit of 65535 pixels"):
+            plot_cv({2: 0.6, 3: 0.5}, dpi=20_000)
+
+    def test_plot_command__a_huge_width_exits_2_in_one_line(self, tmp_path, capsys):
+        from admixspec.cli import main
+
+        write_q(tmp_path / "r.2.Q", np.full((4, 2), 0.5))
+        argv = ["plot", str(tmp_path / "r"), "-o", str(tmp_path / "p.png"),
+                "--width", "100000"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "15000000 x 195 pixels" in err
+        assert not (tmp_path / "p.png").exists()
+
+
+class TestQRows:
+    def test_plot_ancestry__q_file_whose_rows_do_not_sum_to_1_is_an_input_error(
+        self, tmp_path
+    ):
+        (tmp_path / "r.2.Q").write_text("0.5 0.5\n0.2 0.8\n0.9 0.9\n")
+        with pytest.raises(InputError, match=r"r\.2\.Q: row 3 sums to 1\.8, not 1"):
+            plot_ancestry(tmp_path / "r")
+
+    def test_plot_ancestry__a_p_file_is_not_plotted_as_q(self, tmp_path):
+        P = np.random.default_rng(0).uniform(0.05, 0.95, (500, 3))
+        path = tmp_path / "bare.P"
+        path.write_text("".join(" ".join(f"{v:.6f}" for v in row) + "\n" for row in P))
+        with pytest.raises(InputError, match=r"bare\.P: row 1 sums to .*a \.P file"):
+            plot_ancestry(path)
+
+    def test_plot_ancestry__a_mode_q_whose_rows_do_not_sum_to_1_is_an_input_error(
+        self, tmp_path
+    ):
+        from admixspec.fit.modes import find_modes
+        from admixspec.io.modes import write_modes
+
+        Q = _nested_truth(n=6)[3]
+        modes = find_modes([Q, np.roll(Q, 1, axis=0)], logliks=[-1.0, -2.0])
+        write_q(tmp_path / "r.3.Q", Q)
+        write_modes(tmp_path / "r", 3, modes)
+        (tmp_path / "r.3.mode2.Q").write_text("0.9 0.9 0.9\n" * 6)
+        with pytest.raises(InputError, match=r"r\.3\.mode2\.Q: row 1 sums to 2\.7"):
+            plot_ancestry(tmp_path / "r", modes=True)
+
+    @pytest.mark.parametrize("K, decimals", [(2, 6), (20, 6), (5, 3), (12, 3)])
+    def test_check_q_rows__accepts_rounded_and_clamped_rows(self, K, decimals):
+        Q = np.random.default_rng(K).dirichlet(np.full(K, 0.2), 2000)
+        Q[0] = np.eye(K)[0]  # clamped to 1 - 1e-5 and 1e-5 on writing
+        check_q_rows(np.round(np.clip(Q, 1e-5, 1 - 1e-5), decimals), "r.Q")
+
+
+class TestLabelsById:
+    def _run(self, folder):
+        """A run of 6 individuals, s0..s5 in that Q row order; labels A, B, A, ..."""
+        truth = _nested_truth(n=6)
+        for K in (2, 3):
+            write_q(folder / f"run.{K}.Q", truth[K])
+        table = folder / "labels.tsv"
+        table.write_text("sample_id\tpopulation\n" + "".join(
+            f"s{i}\t{'AB'[i % 2]}\n" for i in reversed(range(6))))
+        return folder / "run", table
+
+    def _groups(self, fig):
+        """Each population's plotted individuals (rows of Q)."""
+        names = [t.get_text() for t in fig.axes[-1].get_xticklabels()]
+        order = fig.admixspec_order
+        return {name: sorted(order[3 * j:3 * j + 3] % 2) for j, name in enumerate(names)}
+
+    def test_read_population_labels__a_table_without_sample_ids_is_an_input_error(
+        self, tmp_path
+    ):
+        (tmp_path / "l.tsv").write_text("sample_id\tpopulation\ns2\tB\ns1\tA\n")
+        with pytest.raises(InputError, match=r"l\.tsv: the label table names samples "
+                           r"in its 'sample_id' column.*\(--ids\)"):
+            read_population_labels(tmp_path / "l.tsv")
+
+    def test_plot_ancestry__a_label_table_is_looked_up_by_the_ids_the_run_recorded(
+        self, tmp_path
+    ):
+        prefix, table = self._run(tmp_path)
+        fam = _fam(tmp_path / "input.fam", [f"s{i}" for i in range(6)])
+        (tmp_path / "run.3.json").write_text(f'{{"K": 3, "input": "{fam}"}}')
+        fig = plot_ancestry(prefix, labels=table)
+        assert self._groups(fig) == {"A": [0, 0, 0], "B": [1, 1, 1]}
+
+    def test_plot_ancestry__a_label_table_is_looked_up_by_admixtures_input_fam(
+        self, tmp_path
+    ):
+        prefix, table = self._run(tmp_path)
+        _fam(tmp_path / "run.fam", [f"s{i}" for i in range(6)])
+        fig = plot_ancestry(tmp_path / "run.3.Q", labels=table)
+        assert self._groups(fig) == {"A": [0, 0, 0], "B": [1, 1, 1]}
+
+    def test_plot_command__a_label_table_without_ids_exits_1_saying_to_pass_ids(
+        self, tmp_path, capsys
+    ):
+        from admixspec.cli import main
+
+        prefix, table = self._run(tmp_path)
+        argv = ["plot", str(prefix), "--labels", str(table), "-o",
+                str(tmp_path / "p.png")]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "(--ids)" in err

@@ -185,6 +185,98 @@ class TestReportHtml:
             report_html(prefix)
 
 
+class TestReportInputs:
+    def test_report_html__json_that_is_not_an_object_is_an_input_error(
+        self, run_fixture
+    ):
+        prefix, _, _, _ = run_fixture
+        write_text(f"{prefix}.3.json", "[1, 2]")
+        with pytest.raises(InputError, match=r"run\.3\.json: is not an admixspec run "
+                           r"record: expected a JSON object, found an array"):
+            report_html(prefix)
+
+    def test_report_html__a_json_field_of_the_wrong_type_is_an_input_error(
+        self, run_fixture
+    ):
+        prefix, _, _, _ = run_fixture
+        record = json.loads(prefix.with_name("run.3.json").read_text())
+        write_text(f"{prefix}.3.json", json.dumps({**record, "input": 5}))
+        with pytest.raises(InputError, match='"input" must be a string, found a number'):
+            report_html(prefix)
+
+    def test_report_html__q_file_whose_rows_do_not_sum_to_1_is_an_input_error(
+        self, run_fixture
+    ):
+        prefix, _, _, _ = run_fixture
+        Q = read_q(f"{prefix}.2.Q")
+        Q[4] = [0.9, 0.9]
+        write_text(f"{prefix}.2.Q", format_matrix(Q))
+        with pytest.raises(InputError, match=r"run\.2\.Q: row 5 sums to 1\.8, not 1"):
+            report_html(prefix)
+
+    def test_report_html__a_mode_q_whose_rows_do_not_sum_to_1_is_an_input_error(
+        self, run_fixture
+    ):
+        prefix, _, _, _ = run_fixture
+        write_text(f"{prefix}.3.mode2.Q", "0.5 0.5 0.5\n" * N)
+        with pytest.raises(InputError, match=r"run\.3\.mode2\.Q: row 1 sums to 1\.5"):
+            report_html(prefix)
+
+    def test_write_report__an_output_not_named_html_is_a_usage_error(
+        self, run_fixture, tmp_path
+    ):
+        prefix, _, _, _ = run_fixture
+        with pytest.raises(UsageError, match=r"the report is an HTML page: name it "
+                           r"\.html or \.htm, not '.*rep\.png'"):
+            write_report(prefix, tmp_path / "rep.png")
+        assert not (tmp_path / "rep.png").exists()
+        assert write_report(prefix, tmp_path / "REP.HTM").is_file()
+
+    def test_main_report__a_png_output_is_one_line_and_exit_2(
+        self, run_fixture, tmp_path, capsys
+    ):
+        from admixspec.cli import main
+
+        prefix, _, _, _ = run_fixture
+        assert main(["report", str(prefix), "-o", str(tmp_path / "rep.png")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "the report is an HTML page" in err[0]
+
+    def _table(self, folder, sim):
+        """A label table of the run's individuals, ind0..ind44, rows reversed."""
+        table = folder / "labels.tsv"
+        write_text(table, "sample_id\tpopulation\n" + "".join(
+            f"ind{i}\t{sim.populations[i]}\n" for i in reversed(range(N))))
+        return table
+
+    def test_report_html__a_label_table_without_sample_ids_is_an_input_error(
+        self, run_fixture, tmp_path
+    ):
+        prefix, _, sim, _ = run_fixture
+        with pytest.raises(InputError, match=r"labels\.tsv: the label table names "
+                           r"samples in its 'sample_id' column.*\(--ids\)"):
+            report_html(prefix, labels=self._table(tmp_path, sim))
+
+    def test_report_html__a_label_table_is_looked_up_by_the_runs_fam(
+        self, run_fixture, tmp_path, monkeypatch
+    ):
+        import admixspec.report as report
+
+        prefix, _, sim, _ = run_fixture
+        write_text(f"{prefix}.fam", "".join(f"F ind{i} 0 0 0 -9\n" for i in range(N)))
+        seen = {}
+        bar_section = report._bar_section
+
+        def spy(panels, perms, labels, ids, *args):
+            seen.update(labels=labels, ids=ids)
+            return bar_section(panels, perms, labels, ids, *args)
+
+        monkeypatch.setattr(report, "_bar_section", spy)
+        report_html(prefix, labels=self._table(tmp_path, sim))
+        assert seen["ids"].tolist() == [f"ind{i}" for i in range(N)]
+        assert seen["labels"].tolist() == sim.populations.tolist()
+
+
 # ----------------------------------------------------------------------- browser
 
 #: After load: every panel's image and its hover source's Q, in page order.

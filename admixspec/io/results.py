@@ -6,6 +6,12 @@
 * :func:`find_runs` — the ``PREFIX.K.Q`` files of one run over a K range.
 * :func:`read_run_log` — log-likelihood and CV error from an ADMIXTURE-style
   ``PREFIX.K.log`` (or ADMIXTURE's own stdout log).
+* :func:`check_q_rows` — that a Q file's rows are proportions, summing to 1
+  (a ``.P`` file's rows do not).
+* :func:`read_run_record` — ``PREFIX.K.json``, checked: a JSON object whose
+  fields have the types ``admixspec run`` writes.
+* :func:`recorded_sample_ids` — the sample IDs of a run's individuals, from
+  the files beside its Q files.
 * :func:`summarize_runs` — one table row per K: log-likelihood, CV error,
   wall time, and which K has the lowest CV error.
 """
@@ -22,10 +28,13 @@ import numpy as np
 from ..core.exceptions import InputError
 
 __all__ = [
+    "check_q_rows",
     "find_runs",
     "read_population_labels",
     "read_run_log",
+    "read_run_record",
     "read_sample_ids",
+    "recorded_sample_ids",
     "summarize_runs",
 ]
 
@@ -65,7 +74,14 @@ def _table_labels(path: Path, lines: list[str], sample_ids) -> np.ndarray:
         if len(row) <= max(id_col, pop_col):
             raise InputError(f"expected {len(header)} fields", path=path, line=number)
     if sample_ids is None:
-        return np.array([row[pop_col] for row in body], dtype=str)
+        # a table names its samples and may list them in any order: reading its
+        # rows as Q rows would silently give individuals their neighbours' labels
+        raise InputError(
+            f"the label table names samples in its {rows[0][id_col]!r} column, but "
+            "there are no sample IDs in Q row order to look them up by: give the "
+            "run's .fam, .bed or VCF as the sample IDs (--ids)",
+            path=path,
+        )
     mapping = {row[id_col]: row[pop_col] for row in body}
     missing = [s for s in map(str, sample_ids) if s not in mapping]
     if missing:
@@ -92,8 +108,9 @@ def read_population_labels(path, *, sample_ids=None) -> np.ndarray:
     path : str or os.PathLike
         The label file.
     sample_ids : sequence of str, optional
-        Sample IDs in Q row order. Needed to look a table up by ID; without
-        them a table's rows are taken to be in Q row order.
+        Sample IDs in Q row order. A table is looked up by them, and cannot
+        be read without them; a ``.fam`` is looked up by its IID column when
+        they are given.
 
     Returns
     -------
@@ -102,7 +119,8 @@ def read_population_labels(path, *, sample_ids=None) -> np.ndarray:
     Raises
     ------
     InputError
-        Missing file, malformed table, or a sample without a label.
+        Missing file, malformed table, a table without ``sample_ids``, or a
+        sample without a label.
 
     Examples
     --------
@@ -202,6 +220,111 @@ def read_sample_ids(path) -> np.ndarray:
     return np.array([line.split()[0] for line in lines], dtype=str)
 
 
+def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
+    """Sample IDs in Q row order, from the files beside a run's Q files.
+
+    For each ``PREFIX.K.Q`` in turn, the first of these that holds ``n``
+    sample IDs (:func:`read_sample_ids`): the input that ``PREFIX.K.json``
+    records (as written, then relative to the Q file's folder), and
+    ``PREFIX.fam`` (ADMIXTURE names its outputs after its input:
+    ``data.bed`` gives ``data.K.Q``).
+
+    Parameters
+    ----------
+    q_paths : sequence of str or os.PathLike
+        The run's ``PREFIX.K.Q`` files.
+    n : int
+        Number of individuals (rows of Q).
+
+    Returns
+    -------
+    numpy.ndarray of str, shape (n,), or None
+        None when no such file is found.
+
+    Raises
+    ------
+    InputError
+        A ``PREFIX.K.json`` that is not a run record (:func:`read_run_record`).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "data.fam").write_text("F1 s1 0 0 0 -9\\nF2 s2 0 0 0 -9\\n")
+    >>> recorded_sample_ids([d / "data.3.Q"], 2).tolist()
+    ['s1', 's2']
+    >>> recorded_sample_ids([d / "data.3.Q"], 5) is None
+    True
+    """
+    for q_path in map(Path, q_paths):
+        for candidate in _id_sources(q_path):
+            try:
+                ids = read_sample_ids(candidate)
+            except InputError:  # absent or unreadable: try the next
+                continue
+            if len(ids) == n:
+                return ids
+    return None
+
+
+def _id_sources(q_path: Path):
+    """Files that may hold the sample IDs of ``PREFIX.K.Q``, most telling first."""
+    match = _Q_NAME.match(q_path.name)
+    if match is None:
+        return
+    json_path = q_path.with_name(q_path.name[: -len(".Q")] + ".json")
+    if json_path.is_file():
+        source = read_run_record(json_path).get("input")
+        if source:
+            yield Path(source)
+            yield q_path.parent / source
+    yield q_path.with_name(match.group("prefix") + ".fam")
+
+
+def check_q_rows(Q: np.ndarray, path) -> None:
+    """Refuse a matrix read from a Q file unless each row sums to 1.
+
+    Every row of Q holds one individual's ancestry proportions, which sum to
+    1 up to the rounding of the file. ``.Q`` files are written with 6
+    decimals (ADMIXTURE, admixspec: at most K x 5e-7 off, or K x 1e-5 after
+    clamping to ``[1e-5, 1 - 1e-5]``), some tools' with 3 (STRUCTURE via
+    CLUMPP: K x 5e-4); so a row may be off by ``max(1e-3, K * 5e-4)``. The
+    rows of a ``.P`` file (allele frequencies) or of a file of noise do not
+    sum to 1.
+
+    Parameters
+    ----------
+    Q : numpy.ndarray, float, shape (n_individuals, K)
+        As :func:`admixspec.io.admixture.read_q` read it (values in [0, 1]).
+    path : str or os.PathLike
+        The file it was read from, for the message.
+
+    Raises
+    ------
+    InputError
+        Naming the file and its first row whose sum is not 1.
+
+    Examples
+    --------
+    >>> check_q_rows(np.array([[0.25, 0.75], [0.5, 0.5]]), "r.2.Q")
+    >>> check_q_rows(np.array([[0.25, 0.75], [0.9, 0.9]]), "r.2.Q")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.InputError: r.2.Q: row 2 sums to 1.8, not 1: not a
+    Q matrix of ancestry proportions (a .P file's rows do not sum to 1)
+    """
+    tolerance = max(1e-3, Q.shape[1] * 5e-4)
+    bad = np.flatnonzero(np.abs(Q.sum(axis=1) - 1) > tolerance)
+    if bad.size:
+        row = int(bad[0])
+        raise InputError(
+            f"row {row + 1} sums to {Q[row].sum():.6g}, not 1: not a Q matrix of "
+            "ancestry proportions (a .P file's rows do not sum to 1)",
+            path=path,
+        )
+
+
 def find_runs(prefix) -> list[tuple[int, Path]]:
     """Locate the ``PREFIX.K.Q`` files of a run, in numeric K order.
 
@@ -275,6 +398,113 @@ def read_run_log(path) -> dict:
     return {"loglik": loglik, "cv_errors": cv}
 
 
+#: The fields of ``PREFIX.K.json`` that ``summary`` and ``report`` read, and
+#: what each must be where present and not null (null: unknown); other
+#: fields are not read. (Other tools' names for the same facts included.)
+_RECORD_FIELDS = {
+    **dict.fromkeys(("loglik", "loglikelihood", "log_likelihood", "cv_error", "cv",
+                     "seconds", "wall_time", "elapsed", "total_seconds"), "a number"),
+    **dict.fromkeys(("K", "n_iter", "n_individuals", "n_snps", "seed"), "an integer"),
+    **dict.fromkeys(("path", "input", "command", "version"), "a string"),
+    **dict.fromkeys(("timings", "timing", "times", "stage_seconds", "diagnostics",
+                     "modes"), "an object"),
+    "converged": "true or false",
+    "filters": "an array",
+}
+
+#: What each kind of field accepts (a bool is a Python int, and not a count).
+_KINDS = {
+    "a number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "an integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "a string": lambda v: isinstance(v, str),
+    "an object": lambda v: isinstance(v, dict),
+    "an array": lambda v: isinstance(v, list),
+    "true or false": lambda v: isinstance(v, bool),
+}
+
+
+def _json_kind(value) -> str:
+    """What a parsed JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    return next(kind for kind in ("true or false", "a number", "a string", "an object",
+                                  "an array") if _KINDS[kind](value))
+
+
+def _check_field(path: Path, where: str, value, kind: str) -> None:
+    if value is not None and not _KINDS[kind](value):
+        raise InputError(f"not an admixspec run record: {where} must be {kind}, "
+                         f"found {_json_kind(value)}", path=path)
+
+
+def _check_record(path: Path, record) -> None:
+    """Refuse a record that summary or report would misread (or crash on)."""
+    if not isinstance(record, dict):
+        raise InputError("is not an admixspec run record: expected a JSON object, "
+                         f"found {_json_kind(record)}", path=path)
+    for key, kind in _RECORD_FIELDS.items():
+        _check_field(path, f'"{key}"', record.get(key), kind)
+    for number, item in enumerate(record.get("filters") or []):
+        _check_field(path, f'"filters"[{number}]', item, "an object")
+    runs = (record.get("modes") or {}).get("runs")
+    _check_field(path, '"modes"."runs"', runs, "an array")
+    for number, run in enumerate(runs or []):
+        where = f'"modes"."runs"[{number}]'
+        _check_field(path, where, run, "an object")
+        _check_field(path, where + '."loglik"', run.get("loglik"), "a number")
+        _check_field(path, where + '."mode"', run.get("mode"), "an integer")
+
+
+def read_run_record(path, *, K: int | None = None) -> dict:
+    """Read a run's JSON record, ``PREFIX.K.json``, checking what is read from it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The record, as ``admixspec run`` writes it.
+    K : int, optional
+        The K of the file's name, which the record's ``K`` (when present)
+        must match.
+
+    Returns
+    -------
+    dict
+        The record. Every field that ``summary`` or ``report`` reads is absent,
+        null or of the type ``admixspec run`` writes.
+
+    Raises
+    ------
+    InputError
+        A missing or unparsable file, JSON other than an object, a field of
+        the wrong type, or a ``K`` other than ``K``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.2.json"
+    >>> _ = p.write_text('{"K": 2, "loglik": -12.5}')
+    >>> read_run_record(p, K=2)
+    {'K': 2, 'loglik': -12.5}
+    >>> _ = p.write_text("[1, 2]")
+    >>> read_run_record(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.InputError: ...: expected a JSON object, found an array
+    """
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except (OSError, ValueError) as err:  # ValueError: bad JSON or bad UTF-8
+        raise InputError(f"cannot parse JSON ({err})", path=path) from None
+    _check_record(path, record)
+    if K is not None and record.get("K") not in (None, K):
+        raise InputError(f"records K = {record['K']}, but its name says K = {K}",
+                         path=path)
+    return record
+
+
 def _json_seconds(record: dict) -> float | None:
     for key in ("wall_time", "elapsed", "total_seconds", "seconds"):
         if isinstance(record.get(key), (int, float)):
@@ -339,12 +569,7 @@ def summarize_runs(prefix, *, Ks=None):
         log_path = Path(base + ".log")
         json_path = Path(base + ".json")
         info = read_run_log(log_path) if log_path.exists() else {"cv_errors": {}}
-        record = {}
-        if json_path.exists():
-            try:
-                record = json.loads(json_path.read_text())
-            except (OSError, ValueError) as err:
-                raise InputError(f"cannot parse JSON ({err})", path=json_path) from None
+        record = read_run_record(json_path, K=K) if json_path.exists() else {}
         loglik = info.get("loglik")
         if loglik is None:
             for key in ("loglik", "loglikelihood", "log_likelihood"):
