@@ -65,6 +65,8 @@ class _Parser(argparse.ArgumentParser):
 _positive_int = Interval(int, 1).parse
 _non_negative_int = Interval(int, 0).parse
 _positive_float = Interval(float, 0, closed="neither").parse
+# CV folds, bootstrap replicates, a reference: one of them says nothing
+_at_least_2 = Interval(int, 2).parse
 
 
 def _fraction(upper: float):
@@ -259,6 +261,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from .io import write_simulation
     from .simulate import simulate_admixture, simulate_balding_nichols
 
+    _check_prefix(args.out)
     start = time.perf_counter()
     if args.model == "msprime":
         sim = simulate_admixture(
@@ -425,12 +428,12 @@ def _add_run_parser(subparsers) -> None:
     extra = parser.add_argument_group(
         "cross-validation, bootstrap, supervised, projection")
     extra.add_argument(
-        "--cv", type=_positive_int, nargs="?", const=5, default=None, metavar="N",
+        "--cv", type=_at_least_2, nargs="?", const=5, default=None, metavar="N",
         help="N-fold cross-validation over genotype entries (N defaults to 5); the best "
         "K is reported",
     )
     extra.add_argument(
-        "-B", "--bootstrap", dest="bootstrap", type=_positive_int, nargs="?", const=200,
+        "-B", "--bootstrap", dest="bootstrap", type=_at_least_2, nargs="?", const=200,
         default=None, metavar="N",
         help="N bootstrap replicates over blocks of SNPs (default 200): writes "
         "PREFIX.K.Q_se and PREFIX.K.Q_bias",
@@ -489,7 +492,7 @@ def _add_projection_arguments(group) -> None:
         "input's",
     )
     group.add_argument(
-        "--reference-size", type=_positive_int, default=None, metavar="N",
+        "--reference-size", type=_at_least_2, default=None, metavar="N",
         help="fit Q and P on N individuals drawn at random (seeded by --seed; their IDs "
         "go to PREFIX.K.ref), then project every other individual onto that P, in "
         "chunks (default: everyone, unless the spectral stage runs on more than "
@@ -537,6 +540,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from .core.threads import thread_limit
 
     _one_k_list(args)
+    _check_run_flags(args)
     args.device = device_with_scheduler(args.scheduler, args.device)
     resolve_device(args.device)
     security = tls_security(args.tls_ca_file, args.tls_cert, args.tls_key)
@@ -545,6 +549,68 @@ def run_fit(args: argparse.Namespace) -> int:
     with thread_limit(args.threads), scheduler(args.scheduler, threads=args.threads,
                                                security=security), compile_notice():
         return _fit_and_write(args)
+
+
+def _check_run_flags(args: argparse.Namespace) -> None:
+    """``run``'s flags that argparse cannot check alone, before anything is read.
+
+    Raises
+    ------
+    UsageError
+        An ``--out`` that names a directory, or flags that the others make
+        meaningless. (``-j`` above the threads this machine runs is lowered to
+        them, with a warning.)
+    """
+    _check_prefix(args.out)
+    args.threads = _usable_threads(args.threads)
+    if args.project and args.supervised is not None:
+        raise UsageError("--supervised cannot be combined with --project: a "
+                         "projection keeps the reference's P and never uses the "
+                         "labels; give one")
+    if not args.project:
+        for flag, given in (("--plain-projection", args.projection_correction is False),
+                            ("--keep-ambiguous", args.keep_ambiguous)):
+            if given:
+                raise UsageError(f"{flag} is an option of --project, which was not "
+                                 "given")
+
+
+def _check_prefix(prefix: str | None) -> None:
+    """Refuse an output prefix that names a directory (files ``dir/.2.Q`` would follow).
+
+    Raises
+    ------
+    UsageError
+        ``prefix`` ends with a path separator or is an existing directory.
+    """
+    if prefix is None:
+        return
+    separators = tuple(sep for sep in (os.sep, os.altsep) if sep)
+    if prefix.endswith(separators) or Path(prefix).is_dir():
+        raise UsageError(f"--out is a prefix for the output files, not a directory: "
+                         f"{prefix}")
+
+
+def _usable_threads(threads: int | None) -> int | None:
+    """``-j`` capped at the threads numba can run here, with a warning when it is.
+
+    numba cannot run more than ``NUMBA_NUM_THREADS`` (this machine's CPUs,
+    unless set), so more would be fewer for the kernels anyway, while the
+    ``.bed`` reader starts every one: ``-j 4096`` read a 60 x 500 ``.bed`` in
+    about a minute (a pool of 256 threads takes 0.05 s, of 2 a millisecond).
+    ADMIXTURE and PLINK accept any count, so a script's ``-j 8`` still runs.
+    """
+    if threads is None:
+        return None
+    import numba  # here: only a run that sets -j pays for it before reading
+
+    limit = numba.config.NUMBA_NUM_THREADS
+    if threads > limit:
+        logger.warning("-j/--threads %d is more than the %d threads this machine "
+                       "runs (NUMBA_NUM_THREADS, by default its CPU count): using %d",
+                       threads, limit, limit)
+        return limit
+    return threads
 
 
 def _add_memory_argument(group) -> None:
@@ -579,6 +645,43 @@ def _read_for_run(args: argparse.Namespace):
     return read_genotypes_from_args(
         args, stream=True, drop_monomorphic=False,
         in_memory_for=[flag for flag, value in flags.items() if value is not None])
+
+
+def _check_calls(genotypes, *, fits_p: bool) -> None:
+    """Refuse genotypes with no SNP that varies; warn of individuals with no call.
+
+    ``run`` reads with ``drop_monomorphic=False`` (P has a row per SNP), so
+    the reader's check of 2 usable SNPs counts SNPs that cannot be fitted;
+    this counts the polymorphic ones (a projection, with P fixed, needs
+    none), before the K hint and the first fit. Genotypes left on disk lost
+    their monomorphic SNPs to the streamed filters and were checked by the
+    reader.
+
+    Parameters
+    ----------
+    genotypes : Genotypes or admixspec.io.streamed.StreamedGenotypes
+    fits_p : bool
+        Whether the fit estimates P (not a projection).
+
+    Raises
+    ------
+    InputError
+        Fewer than 2 polymorphic SNPs, naming the input.
+    """
+    from .fit.monomorphic import check_polymorphic, survey_calls
+
+    if hasattr(genotypes, "chunks"):
+        return
+    n_polymorphic, uncalled = survey_calls(genotypes.dosage)
+    if fits_p:
+        check_polymorphic(n_polymorphic, genotypes.n_snps, path=genotypes.source)
+    if uncalled.size:
+        shown = ", ".join(map(str, genotypes.samples[uncalled[:3]]))
+        logger.warning(
+            "%s: %d individual(s) have no called genotype (%s%s): their Q rows only "
+            "reflect the fit's start, not data; --mind (e.g. --mind 0.99) removes "
+            "them", genotypes.source, uncalled.size, shown,
+            ", ..." if uncalled.size > 3 else "")
 
 
 def _p_rows_line(genotypes, p_file: Path) -> str:
@@ -672,16 +775,17 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     genotypes = _read_for_run(args)
     for K in Ks:  # every K, before the first fit
         check_K(K, genotypes.n_individuals)
-    prefix = args.out or _default_prefix(args.input)
-    if Path(prefix).parent != Path("."):
-        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     projection = None
     if args.project:
         genotypes, projection = _projection_input(args, genotypes)
+    _check_calls(genotypes, fits_p=projection is None)
+    prefix = args.out or _default_prefix(args.input)
+    if Path(prefix).parent != Path("."):
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     given = {
         "P": None if projection is None else projection.P,
         "reference_q": None if projection is None else projection.reference_q,
-        "labels": (None if args.supervised is None or args.project
+        "labels": (None if args.supervised is None  # never with --project
                    else _supervised_labels(args, genotypes)),
     }
     everyone = args.project is not None or args.supervised is not None
@@ -844,14 +948,22 @@ def run_plot(args: argparse.Namespace) -> int:
     """``admixspec plot``: one call to :func:`admixspec.plot_ancestry`."""
     from .plot import plot_ancestry, plot_cv
 
-    plot_ancestry(
-        args.inputs, labels=args.labels, sample_ids=args.ids,
-        population_order=args.population_order, Ks=_flat(args.K),
-        align=not args.no_align, out=args.out, title=args.title, width=args.width,
-        panel_height=args.panel_height, dpi=args.dpi, modes=args.modes,
-    )
+    # Both figures or neither, as run writes a K's files: the CV figure first
+    # (a run without --cv fails here, before the ancestry figure exists), and
+    # removed again if the ancestry figure then fails.
     if args.cv_out:
         plot_cv(args.inputs, out=args.cv_out)
+    try:
+        plot_ancestry(
+            args.inputs, labels=args.labels, sample_ids=args.ids,
+            population_order=args.population_order, Ks=_flat(args.K),
+            align=not args.no_align, out=args.out, title=args.title, width=args.width,
+            panel_height=args.panel_height, dpi=args.dpi, modes=args.modes,
+        )
+    except BaseException:
+        if args.cv_out:
+            Path(args.cv_out).unlink(missing_ok=True)
+        raise
     return 0
 
 

@@ -12,6 +12,7 @@ Two simulators share one result type, :class:`SimulatedData`:
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -360,7 +361,9 @@ def simulate_admixture(
         Physical length of one Morgan (paper: 1e8).
     n_snps : int, optional
         Keep this many SNPs, chosen uniformly at random (in position order),
-        among the usable ones; ``None`` keeps all.
+        among the usable ones; ``None`` keeps all. Where fewer are usable,
+        all are kept and a :class:`UserWarning` says how many (a longer
+        ``sequence_length`` holds more).
     seed : int, optional
         Seed; the same seed gives the same data.
 
@@ -377,6 +380,16 @@ def simulate_admixture(
         ``P``: frequency of the counted allele among each population's
         ``n_haplotypes`` haplotypes, shape (n_snps, K). ``parameters`` also
         holds ``dirichlet_proportions`` (the drawn W).
+
+    Raises
+    ------
+    UsageError
+        No usable SNP in ``sequence_length``.
+
+    Warns
+    -----
+    UserWarning
+        Fewer usable SNPs than ``n_snps``.
 
     Notes
     -----
@@ -416,6 +429,14 @@ def simulate_admixture(
     )
     dosage = (2 - dosage_alt).astype(np.int8)  # copies of the ancestral allele
     keep = _kept_snps(rng, dosage, n_snps)
+    if not len(keep):  # files of no SNP, which no reader accepts
+        raise UsageError(f"the simulated {sequence_length:g} bp held no usable SNP: "
+                         "raise the sequence length (--length)")
+    if n_snps is not None and len(keep) < n_snps:
+        warnings.warn(
+            f"the simulated {sequence_length:g} bp held only {len(keep)} usable SNPs "
+            f"of the {n_snps} asked for; all {len(keep)} are kept: raise the "
+            "sequence length (--length) for more", UserWarning, stacklevel=2)
     P = 1.0 - haplotypes.reshape(K, n_haplotypes, -1).mean(axis=1).T[keep]
     genotypes = _site_genotypes(dosage[:, keep], positions[keep], ancestral[keep],
                                 derived[keep])

@@ -568,3 +568,201 @@ class TestProcessState:
             assert gc.get_freeze_count() > 0
         finally:
             gc.unfreeze()
+
+
+def write_bed(path: Path, edit) -> Path:
+    """A 20 x 200 simulated ``.bed`` whose int8 dosage ``edit`` changes in place."""
+    import dataclasses
+
+    genotypes = simulate_balding_nichols(20, 200, 2, seed=1).genotypes
+    dosage = genotypes.dosage.copy()
+    edit(dosage)
+    write_plink(path, dataclasses.replace(genotypes, dosage=dosage))
+    return Path(f"{path}.bed")
+
+
+def assert_refused_before_reading(capsys, tmp_path, flags, message,
+                                  subcommand=("run",)) -> None:
+    """``flags`` exit 2 with ``message``, although the input does not exist."""
+    missing = tmp_path / "absent.bed"  # reading it would fail with 'not found'
+    argv = [*subcommand, missing, "-K", "2", *flags] if subcommand == ("run",) else [
+        *subcommand, *flags]
+    assert_one_line_error(capsys, argv, 2, message)
+
+
+class TestArgumentChecks:
+    @pytest.mark.parametrize(("flags", "flag"), [
+        (["--cv", "1"], "--cv"),
+        (["-B", "1"], "-B/--bootstrap"),
+        (["--reference-size", "1"], "--reference-size"),
+    ])
+    def test_run__counts_that_need_two_refuse_one_before_reading(self, flags, flag,
+                                                                 tmp_path, capsys):
+        # one CV fold holds everything out, one bootstrap replicate has no
+        # spread, a reference of one individual has no moments
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", str(tmp_path / "absent.bed"), "-K", "2", *flags])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec run: error: argument {flag}: must be an integer >= 2, got 1 "
+            "(see 'admixspec run --help')"
+        ]
+
+    def test_run__threads_above_numbas_limit_are_lowered_with_a_warning(
+            self, plink_fixture, tmp_path, capsys):
+        # the .bed reader started every thread asked for: -j 4096 took minutes
+        import numba
+
+        limit = numba.config.NUMBA_NUM_THREADS
+        code, _, err = run(["run", str(plink_fixture), "-K", "2", "-j", str(limit + 1),
+                            "--out", str(tmp_path / "o")], capsys)
+        assert code == 0
+        assert (f"-j/--threads {limit + 1} is more than the {limit} threads this "
+                f"machine runs (NUMBA_NUM_THREADS, by default its CPU count): using "
+                f"{limit}") in err
+
+    @pytest.mark.parametrize("subcommand", ["run", "simulate"])
+    @pytest.mark.parametrize("kind", ["separator", "directory"])
+    def test_out_naming_a_directory_is_a_usage_error(self, subcommand, kind, tmp_path,
+                                                     capsys):
+        # a prefix 'dir/' would write hidden files 'dir/.2.Q'
+        out = f"{tmp_path}{os.sep}" if kind == "separator" else str(tmp_path)
+        argv = (["run", tmp_path / "absent.bed", "-K", "2"] if subcommand == "run"
+                else ["simulate", "--model", "balding-nichols"])
+        assert_one_line_error(
+            capsys, [*argv, "--out", out], 2,
+            f"--out is a prefix for the output files, not a directory: {out}")
+        assert list(tmp_path.iterdir()) == []
+
+    @pytest.mark.parametrize(("flags", "message"), [
+        (["--supervised", "x.pop", "--project", "ref.2.P"],
+         "--supervised cannot be combined with --project: a projection keeps the "
+         "reference's P and never uses the labels; give one"),
+        (["--plain-projection"],
+         "--plain-projection is an option of --project, which was not given"),
+        (["--keep-ambiguous"],
+         "--keep-ambiguous is an option of --project, which was not given"),
+    ])
+    def test_run__flags_another_makes_meaningless_are_usage_errors(
+        self, flags, message, tmp_path, capsys
+    ):
+        assert_refused_before_reading(capsys, tmp_path, flags, message)
+
+
+class TestUnusableData:
+    @pytest.mark.parametrize(("name", "call"), [("same", 2), ("missing", -1)])
+    def test_run__no_snp_that_varies_is_an_input_error_naming_the_file(
+        self, name, call, tmp_path, capsys
+    ):
+        def constant(dosage):
+            dosage[:] = call
+
+        bed = write_bed(tmp_path / name, constant)
+        assert_one_line_error(
+            capsys, ["run", bed, "-K", "2", "--out", tmp_path / "out" / "x", "-q"], 1,
+            f"{bed}: fewer than 2 usable SNPs left after filtering (0 left: the other "
+            "200 have one observed allele, or none)")
+        assert not (tmp_path / "out").exists()
+
+    def test_run__individuals_without_a_call_are_named_in_a_warning(self, tmp_path,
+                                                                     capsys):
+        def no_calls(dosage):
+            dosage[[3, 7]] = -1
+
+        bed = write_bed(tmp_path / "uncalled", no_calls)
+        code, _, err = run(["run", bed, "-K", "2", "--init", "svd", "--out",
+                            tmp_path / "x", "-j", "1", "-q"], capsys)
+        assert code == 0
+        assert (f"admixspec: {bed}: 2 individual(s) have no called genotype (ind3, "
+                "ind7): their Q rows only reflect the fit's start, not data; --mind "
+                "(e.g. --mind 0.99) removes them") in err.splitlines()
+
+    def test_run__more_cv_folds_than_observed_entries_is_a_usage_error(self, tmp_path,
+                                                                       capsys):
+        def few_calls(dosage):
+            dosage[:, 2:] = -1  # 2 SNPs x 20 individuals: 40 entries
+
+        bed = write_bed(tmp_path / "few", few_calls)
+        assert_one_line_error(
+            capsys, ["run", bed, "-K", "2", "--cv", "41", "--out", tmp_path / "x", "-q"],
+            2,
+            "cv=41 folds (--cv) exceed the 40 observed genotype entries they "
+            "partition: use at most 40")
+        assert not list(tmp_path.glob("x.*"))
+
+    def test_run__json_holds_null_not_nan_for_an_empty_cv_fold(self, tmp_path,
+                                                               capsys):
+        def few_calls(dosage):
+            dosage[:, 2:] = -1
+
+        bed = write_bed(tmp_path / "few", few_calls)
+        code, _, _ = run(["run", bed, "-K", "2", "--cv", "40", "--out",
+                          tmp_path / "x", "-q", "-j", "1"], capsys)
+        assert code == 0
+
+        def refuse(constant):  # NaN, Infinity: not JSON
+            raise ValueError(f"{constant} in the run's JSON")
+
+        record = json.loads((tmp_path / "x.2.json").read_text(), parse_constant=refuse)
+        # folds are drawn by a hash of each entry: some of 40 over 40 are empty
+        assert None in record["cv_fold_errors"]
+
+
+class TestScheduler:
+    def test_run__unknown_scheduler_scheme_is_one_line_before_reading(
+        self, tmp_path, capsys
+    ):
+        pytest.importorskip("distributed")
+        assert_refused_before_reading(
+            capsys, tmp_path, ["--scheduler", "bogus://"],
+            "--scheduler bogus://: not a Dask scheduler address (unknown address "
+            "scheme 'bogus' (known schemes: ['inproc', 'tcp', 'tls', 'ucx', 'ws', "
+            "'wss'])); give tls://host:port (or tcp://host:port)")
+
+    def test_run__malformed_scheduler_file_is_one_line_naming_it(self, tmp_path,
+                                                                 capsys):
+        pytest.importorskip("distributed")
+        scheduler_file = tmp_path / "scheduler.json"
+        scheduler_file.write_text("{bad")
+        assert_one_line_error(
+            capsys, ["run", tmp_path / "absent.bed", "-K", "2", "--scheduler",
+                     scheduler_file], 1,
+            f"{scheduler_file}: not a Dask scheduler file (--scheduler): not JSON "
+            "(Expecting property name enclosed in double quotes: line 1 column 2 "
+            "(char 1))")
+
+
+class TestSimulateShort:
+    @pytest.mark.filterwarnings("always::UserWarning")
+    def test_simulate__fewer_snps_than_asked_warns_to_raise_the_length(self, tmp_path,
+                                                                       capsys):
+        pytest.importorskip("msprime")
+        code, _, err = run(["simulate", "--out", tmp_path / "s", "-m", "5",
+                            "--length", "1000", "--n-snps", "50"], capsys)
+        assert code == 0
+        n_snps = read_genotypes(f"{tmp_path / 's'}.bed").n_snps
+        assert 0 < n_snps < 50
+        assert (f"admixspec: UserWarning: the simulated 1000 bp held only {n_snps} "
+                f"usable SNPs of the 50 asked for; all {n_snps} are kept: raise the "
+                "sequence length (--length) for more") in err.splitlines()
+
+    def test_simulate__no_usable_snp_is_a_usage_error(self, tmp_path, capsys):
+        pytest.importorskip("msprime")
+        assert_one_line_error(
+            capsys, ["simulate", "--out", tmp_path / "s", "-m", "5", "--length", "10"],
+            2, "the simulated 10 bp held no usable SNP: raise the sequence length "
+            "(--length)")
+        assert list(tmp_path.iterdir()) == []
+
+
+class TestPlotAllOrNone:
+    def test_plot__cv_out_without_cv_lines_writes_no_figure(self, plink_fixture,
+                                                            tmp_path, capsys):
+        prefix = tmp_path / "r"
+        assert run(["run", plink_fixture, "-K", "2", "--init", "svd", "--out", prefix,
+                    "-q", "-j", "1"], capsys)[0] == 0
+        assert_one_line_error(
+            capsys, ["plot", prefix, "-o", tmp_path / "p.png", "--cv-out",
+                     tmp_path / "cv.png"], 1,
+            "no 'CV error (K=...)' line in the logs (run with --cv)")
+        assert not list(tmp_path.glob("*.png"))

@@ -43,6 +43,7 @@ import numpy as np
 from ..backends import default_device
 from ..core.exceptions import UsageError
 from ..core.filters import check_K
+from ..core.genotypes import allele_counts
 from ..core.threads import thread_limit
 from ..core.validation import (
     SEED,
@@ -55,7 +56,7 @@ from ..core.validation import (
 from ..spectral.estimate import DEFAULT_WINDOWS
 from .choice import premise_absent
 from .default import rare_allele_share
-from .monomorphic import complete_snps, monomorphic_snps
+from .monomorphic import check_polymorphic, complete_snps, monomorphic_snps
 from .pipeline import FitOptions, add_extras, fit_in_memory
 from .reference import (
     DEFAULT_CHUNK_SIZE,
@@ -116,10 +117,27 @@ def _fitted_snps(genotypes, method, streamed):
         # fixed, every SNP tells the components apart
         return None, None, genotypes, None
     mask, counts = monomorphic_snps(genotypes)
+    # without SNPs that vary there is nothing to fit (the starts would index
+    # an empty matrix)
+    check_polymorphic(int(mask.size - np.count_nonzero(mask)), mask.size)
     if not mask.any():
         return None, counts, genotypes, counts
     return (mask, counts, np.ascontiguousarray(genotypes[:, ~mask]),
             tuple(c[~mask] for c in counts))
+
+
+def _check_folds(folds: int, genotypes, counts) -> None:
+    """Refuse more cross-validation folds than observed genotype entries.
+
+    Folds partition the observed entries; an empty fold has no error (its
+    mean deviance is 0 / 0). ``counts`` are the allele counts of every SNP
+    (:func:`admixspec.fit.monomorphic.monomorphic_snps`'), or None to count.
+    """
+    observed = (counts or allele_counts(genotypes))[1]
+    n_entries = int(observed.sum()) // 2  # two observed alleles per call
+    if folds > n_entries:
+        raise UsageError(f"cv={folds} folds (--cv) exceed the {n_entries} observed "
+                         f"genotype entries they partition: use at most {n_entries}")
 
 
 def _check_streamed(options: FitOptions) -> None:
@@ -156,8 +174,8 @@ def _needs_no_spectral_stage(options: FitOptions, genotypes, counts) -> bool:
     "refine": Options("auto", True, False),
     "tol": Interval(float, 0, closed="neither"),
     "max_iter": Interval(int, 1),
-    "cv": Interval(int, 1, allow_none=True),
-    "bootstrap": Interval(int, 1, allow_none=True),
+    "cv": Interval(int, 2, allow_none=True),
+    "bootstrap": Interval(int, 2, allow_none=True),
     "threads": Interval(int, 1, allow_none=True),
     "device": Options(None, "auto", "cpu", "cuda"),
     "reference_size": Interval(int, 2, allow_none=True),
@@ -237,9 +255,10 @@ def fit_admixture(
     max_iter : int
         Iteration limit of maximum likelihood.
     cv : int, optional
-        Folds of cross-validation to run on the fit (``--cv``).
+        Folds of cross-validation to run on the fit (``--cv``): at least 2,
+        and at most the observed genotype entries they partition.
     bootstrap : int, optional
-        Bootstrap replicates for standard errors of Q (``-B``).
+        Bootstrap replicates for standard errors of Q (``-B``), at least 2.
     windows : sequence of float
         Upper ends of the minor-allele-frequency windows scanned for the
         moment SNPs (see :func:`admixspec.spectral.estimate.spectral_scan`).
@@ -305,11 +324,13 @@ def fit_admixture(
     Raises
     ------
     UsageError
-        An argument outside its range, a method without the input it needs
+        An argument outside its range (``cv`` above the observed genotype
+        entries included), a method without the input it needs
         (``P``, ``labels``) or with one it does not use, or cross-validation,
         bootstrap, projection or supervised fits of genotypes streamed from disk.
     InputError
-        Genotypes that are not 0, 1, 2 or -1, or too few individuals for K.
+        Genotypes that are not 0, 1, 2 or -1, too few individuals for K, or
+        fewer than 2 polymorphic SNPs (except for projection).
 
     Examples
     --------
@@ -368,6 +389,8 @@ def fit_admixture(
     # every pass below on ``threads`` threads, the spectral stage's included
     with thread_limit(threads), default_device(device):
         mask, counts, fitted, fitted_counts = _fitted_snps(genotypes, method, streamed)
+        if cv is not None:  # here, before the fit (streamed genotypes take no cv)
+            _check_folds(cv, genotypes, counts)
 
         def fit_one(options: FitOptions) -> AdmixtureResult:
             if streamed:

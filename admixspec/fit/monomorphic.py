@@ -29,11 +29,19 @@ import math
 
 import numpy as np
 
-from ..core.genotypes import allele_counts
+from ..core.exceptions import InputError
+from ..core.genotypes import allele_counts, snp_statistics
 from ..core.parameters import P_MAX, P_MIN
 from .result import AdmixtureResult
 
 __all__ = ["complete_snps", "monomorphic_snps"]
+
+#: Fewest polymorphic SNPs a fit needs (as :func:`admixspec.core.filters.check_usable`
+#: asks of the SNPs left after filtering).
+MIN_POLYMORPHIC = 2
+
+#: SNPs :func:`survey_calls` counts at a time.
+SURVEY_SNPS = 4096
 
 
 def monomorphic_snps(G: np.ndarray):
@@ -61,6 +69,73 @@ def monomorphic_snps(G: np.ndarray):
     counted, observed = allele_counts(G)
     mask = (counted == 0) | (counted == observed)
     return mask, (counted, observed)
+
+
+def check_polymorphic(n_polymorphic: int, n_snps: int, path=None) -> None:
+    """Raise :class:`InputError` unless :data:`MIN_POLYMORPHIC` SNPs vary.
+
+    ``admixspec run`` keeps monomorphic SNPs (P has a row for each), so the
+    reader's :func:`~admixspec.core.filters.check_usable` counts them as
+    usable; a fit, which leaves them out, needs SNPs that vary.
+
+    Examples
+    --------
+    >>> check_polymorphic(0, 200)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.InputError: fewer than 2 usable SNPs left after
+    filtering (0 left: the other 200 have one observed allele, or none)
+    """
+    if n_polymorphic < MIN_POLYMORPHIC:
+        raise InputError(
+            f"fewer than {MIN_POLYMORPHIC} usable SNPs left after filtering "
+            f"({n_polymorphic} left: the other {n_snps - n_polymorphic} have one "
+            "observed allele, or none)", path=path)
+
+
+def survey_calls(G: np.ndarray, *, chunk_snps: int = SURVEY_SNPS):
+    """Whether enough SNPs vary, and which individuals have no call at all.
+
+    Counts blocks of SNPs only until :data:`MIN_POLYMORPHIC` polymorphic SNPs
+    are found and every individual has a call: on usable data that is the
+    first block, not a pass over the matrix (the fit counts every SNP later).
+
+    Parameters
+    ----------
+    G : numpy.ndarray, int8, shape (n_individuals, n_snps)
+    chunk_snps : int
+        SNPs counted at a time.
+
+    Returns
+    -------
+    n_polymorphic : int
+        Polymorphic SNPs found: exact when below :data:`MIN_POLYMORPHIC` (all
+        SNPs were counted), else a lower bound.
+    uncalled : numpy.ndarray, int64
+        Rows of the individuals with no called genotype.
+
+    Examples
+    --------
+    >>> G = np.array([[0, 1, -1], [-1, -1, -1], [2, 2, 0]], dtype=np.int8)
+    >>> n_polymorphic, uncalled = survey_calls(G, chunk_snps=1)
+    >>> n_polymorphic, uncalled.tolist()
+    (2, [1])
+    """
+    n_individuals, n_snps = G.shape
+    uncalled = np.arange(n_individuals)
+    n_polymorphic = 0
+    for start in range(0, n_snps, chunk_snps):
+        if n_polymorphic >= MIN_POLYMORPHIC and uncalled.size == 0:
+            break
+        block = slice(start, min(start + chunk_snps, n_snps))
+        if n_polymorphic < MIN_POLYMORPHIC:
+            called, counted, missing = snp_statistics(np.ascontiguousarray(G[:, block]))
+            varies = (counted > 0) & (counted < 2 * called)
+            n_polymorphic += int(np.count_nonzero(varies))
+            uncalled = uncalled[missing[uncalled] == block.stop - start]
+        else:  # only the rows still without a call need reading
+            uncalled = uncalled[(G[uncalled, block] < 0).all(axis=1)]
+    return n_polymorphic, uncalled
 
 
 def complete_snps(result: AdmixtureResult, mask: np.ndarray, counts) -> AdmixtureResult:

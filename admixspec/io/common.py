@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import re
 import secrets
@@ -359,18 +360,37 @@ def write_text(path, text: str) -> None:
 
 
 def format_json(obj) -> str:
-    """``obj`` as indented JSON text; NumPy scalars and arrays become plain values."""
+    """``obj`` as indented JSON text; NumPy scalars and arrays become plain values.
 
-    def default(value):
-        if isinstance(value, np.ndarray):
-            return value.tolist()
-        if isinstance(value, np.generic):
-            return value.item()
-        if isinstance(value, Path):
-            return str(value)
-        raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
+    NaN and infinities become ``null``: JSON has no such numbers, and Python's
+    ``NaN`` tokens make strict parsers (``jq``, JavaScript, R's jsonlite)
+    refuse the whole file.
 
-    return json.dumps(obj, indent=2, default=default) + "\n"
+    Examples
+    --------
+    >>> text = format_json({"error": float("nan"), "folds": np.array([0.5, np.inf])})
+    >>> json.loads(text)
+    {'error': None, 'folds': [0.5, None]}
+    """
+    return json.dumps(_plain(obj), indent=2, allow_nan=False) + "\n"
+
+
+def _plain(value):
+    """``value`` with NumPy values made plain and non-finite floats None, recursively."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(item) for item in (value.tolist() if isinstance(value, np.ndarray)
+                                          else value)]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
 
 
 def write_json(path, obj) -> None:

@@ -18,12 +18,13 @@ import functools
 import ipaddress
 import json
 import logging
+import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ...core.exceptions import UsageError, import_optional
+from ...core.exceptions import InputError, UsageError, import_optional
 from .chunks import (
     DaskChunks,
     DistributedError,
@@ -39,6 +40,8 @@ logger = logging.getLogger("admixspec")
 
 #: Seconds to wait for a scheduler to answer before giving up.
 CONNECT_TIMEOUT = 30
+#: Reads of a scheduler file that does not hold an address yet, and seconds between.
+FILE_TRIES, FILE_WAIT = 10, 0.05
 #: Address schemes whose connections Dask encrypts and authenticates.
 ENCRYPTED_SCHEMES = ("tls", "wss")
 
@@ -297,6 +300,7 @@ def connect(spec: str, *, threads: int | None = None, security=None):
             client = stack.enter_context(distributed.Client(cluster))
         else:
             address = value if kind == "address" else _file_address(value)
+            _check_address(spec, address)
             security = _transport_security(spec, address, security, distributed)
             client = stack.enter_context(_client(distributed, kind, value, security))
         logger.info("Dask: likelihood passes on %s (%d workers)", spec,
@@ -304,13 +308,52 @@ def connect(spec: str, *, threads: int | None = None, security=None):
         yield client
 
 
-def _file_address(path: str) -> str | None:
-    """The scheduler address a scheduler file holds (None if it cannot be read yet)."""
+def _file_address(path: str, *, tries: int = FILE_TRIES) -> str:
+    """The scheduler address a scheduler file holds.
+
+    Read again, a moment apart, while it is not yet JSON with an
+    ``"address"``: a scheduler may still be writing it (Dask's client waits
+    so too). Then it is not a scheduler file: Dask's client would stop on a
+    bare ``AssertionError``.
+
+    Raises
+    ------
+    InputError
+        The file, and why it holds no address.
+    """
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(FILE_WAIT)
+        try:
+            address = json.loads(Path(path).read_text()).get("address")
+        except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+            problem = f"not JSON ({error})"
+        except AttributeError:
+            problem = "not a JSON object"
+        else:
+            if isinstance(address, str) and address:
+                return address
+            problem = 'no "address" string'
+    raise InputError(f"not a Dask scheduler file (--scheduler): {problem}", path=path)
+
+
+def _check_address(spec: str, address: str) -> None:
+    """Refuse an address Dask cannot connect to: ``bogus://``, ``tcp://`` (no port).
+
+    Dask's client would stop on a bare ``ValueError`` from deep inside it.
+    """
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+
     try:
-        address = json.loads(Path(path).read_text()).get("address")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return address if isinstance(address, str) else None
+        scheme, location = parse_address(address)  # no scheme: Dask's tcp
+        get_backend(scheme)
+        if scheme != "inproc":
+            parse_host_port(location)
+    except ValueError as error:
+        raise UsageError(f"--scheduler {spec}: not a Dask scheduler address "
+                         f"({error}); give tls://host:port (or tcp://host:port)"
+                         ) from None
 
 
 def is_loopback(address: str) -> bool:
