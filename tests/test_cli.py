@@ -649,6 +649,22 @@ class TestArgumentChecks:
         assert_refused_before_reading(capsys, tmp_path, flags, message)
 
 
+class TestMonomorphicSnps:
+    def test_run__console_ends_on_the_files_log_likelihood(self, tmp_path, capsys):
+        # the fit logged the log-likelihood of the polymorphic SNPs only, and the
+        # console never saw the monomorphic SNPs' term that the files add
+        sim = simulate_balding_nichols(20, 200, 2, seed=1)
+        sim.genotypes.dosage[:, :10] = 2  # ten SNPs with one observed allele
+        write_plink(tmp_path / "mono", sim.genotypes)
+        code, out, err = run(["run", tmp_path / "mono.bed", "-K", "2",
+                              "--out", tmp_path / "o"], capsys)
+        assert code == 0
+        console = [line for line in err.splitlines() if "Loglikelihood: " in line][-1]
+        final = [line for line in out.splitlines() if line.startswith("Loglikelihood: ")]
+        assert console.endswith(final[-1])
+        assert final[-1] in (tmp_path / "o.2.log").read_text().splitlines()
+
+
 class TestUnusableData:
     @pytest.mark.parametrize(("name", "call"), [("same", 2), ("missing", -1)])
     def test_run__no_snp_that_varies_is_an_input_error_naming_the_file(

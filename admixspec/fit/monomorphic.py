@@ -25,6 +25,7 @@ individuals still tells which component they come from.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 
 import numpy as np
@@ -35,6 +36,8 @@ from ..core.parameters import P_MAX, P_MIN
 from .result import AdmixtureResult
 
 __all__ = ["complete_snps", "monomorphic_snps"]
+
+logger = logging.getLogger(__name__)
 
 #: Fewest polymorphic SNPs a fit needs (as :func:`admixspec.core.filters.check_usable`
 #: asks of the SNPs left after filtering).
@@ -184,6 +187,10 @@ def complete_snps(result: AdmixtureResult, mask: np.ndarray, counts) -> Admixtur
             f"observed frequency clipped to [{P_MIN:g}, {P_MAX:g}] and they add "
             f"{constant:.6f} to the loglikelihood")
     lines[last:last + 1] = [note, f"Loglikelihood: {loglik:.6f}"]
+    # the fit logged its own log-likelihood, of the polymorphic SNPs only: the
+    # console's last word must be the files' (every SNP)
+    logger.info("%s", note)
+    logger.info("Loglikelihood: %.6f", loglik)
     diagnostics = {**result.diagnostics,
                    "monomorphic": {"snps": n_mono, "loglik": constant}}
     return dataclasses.replace(result, P=P, loglik=loglik, log_lines=lines,
