@@ -369,7 +369,9 @@ def _add_model_arguments(parser) -> None:
                        help="random seed (ADMIXTURE's default is 43)")
     group.add_argument("-j", "--threads", type=_positive_int, default=None,
                        help="threads for the whole run: reading a .bed, the numba "
-                            "kernels and NumPy's and SciPy's BLAS (default: all cores)")
+                            "kernels and NumPy's and SciPy's BLAS (default: all cores; "
+                            "more than numba runs, NUMBA_NUM_THREADS, are lowered to "
+                            "them with a warning)")
     _add_device_argument(group)
     _add_memory_argument(group)
 
@@ -429,13 +431,13 @@ def _add_run_parser(subparsers) -> None:
         "cross-validation, bootstrap, supervised, projection")
     extra.add_argument(
         "--cv", type=_at_least_2, nargs="?", const=5, default=None, metavar="N",
-        help="N-fold cross-validation over genotype entries (N defaults to 5); the best "
-        "K is reported",
+        help="N-fold cross-validation over genotype entries (N >= 2, at most the "
+        "observed entries; defaults to 5); the best K is reported",
     )
     extra.add_argument(
         "-B", "--bootstrap", dest="bootstrap", type=_at_least_2, nargs="?", const=200,
         default=None, metavar="N",
-        help="N bootstrap replicates over blocks of SNPs (default 200): writes "
+        help="N >= 2 bootstrap replicates over blocks of SNPs (default 200): writes "
         "PREFIX.K.Q_se and PREFIX.K.Q_bias",
     )
     extra.add_argument(
@@ -493,9 +495,9 @@ def _add_projection_arguments(group) -> None:
     )
     group.add_argument(
         "--reference-size", type=_at_least_2, default=None, metavar="N",
-        help="fit Q and P on N individuals drawn at random (seeded by --seed; their IDs "
-        "go to PREFIX.K.ref), then project every other individual onto that P, in "
-        "chunks (default: everyone, unless the spectral stage runs on more than "
+        help="fit Q and P on N >= 2 individuals drawn at random (seeded by --seed; "
+        "their IDs go to PREFIX.K.ref), then project every other individual onto that "
+        "P, in chunks (default: everyone, unless the spectral stage runs on more than "
         "5000 individuals: it then runs on 5000, whose moments are N x N, and a "
         "maximum-likelihood estimate is refitted on everyone, except when streamed "
         "from disk on the CPU)",
