@@ -53,6 +53,12 @@ def missing_bed(tmp_path) -> Path:
     return prefix
 
 
+
+def _copy_fileset(example_pgen, tmp_path, *suffixes):
+    """Copy the example's ``suffixes`` files to ``tmp_path/x``; the test writes the rest."""
+    for suffix in suffixes:
+        shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+
 class TestReadPgen:
     def test_pgen__same_dosage_alleles_and_Q_as_bed(self, example_pgen):
         bed = read_genotypes(DATA / "example.bed")
@@ -96,14 +102,12 @@ class TestReadPgen:
             read_pgen(example_pgen, samples=["nobody"])
 
     def test_pgen__missing_pvar_is_input_error(self, example_pgen, tmp_path):
-        for suffix in (".pgen", ".psam"):
-            shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+        _copy_fileset(example_pgen, tmp_path, ".pgen", ".psam")
         with pytest.raises(InputError, match="the .pvar file"):
             read_pgen(tmp_path / "x.pgen")
 
     def test_pgen__pgen_disagreeing_with_pvar_is_error(self, example_pgen, tmp_path):
-        for suffix in (".pgen", ".psam"):
-            shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+        _copy_fileset(example_pgen, tmp_path, ".pgen", ".psam")
         lines = example_pgen.with_suffix(".pvar").read_text().splitlines(keepends=True)
         (tmp_path / "x.pvar").write_text("".join(lines[:-5]))
         with pytest.raises(InputError, match=r"x\.pgen: cannot read as \.pgen \(the "
@@ -111,8 +115,7 @@ class TestReadPgen:
             read_pgen(tmp_path / "x")
 
     def test_pgen__truncated_pgen_says_so_in_text(self, example_pgen, tmp_path):
-        for suffix in (".pvar", ".psam"):
-            shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+        _copy_fileset(example_pgen, tmp_path, ".pvar", ".psam")
         data = example_pgen.with_suffix(".pgen").read_bytes()
         (tmp_path / "x.pgen").write_bytes(data[: len(data) // 2])
         with pytest.raises(InputError, match=r"x\.pgen: cannot read as \.pgen \(the "
@@ -120,8 +123,7 @@ class TestReadPgen:
             read_pgen(tmp_path / "x")
 
     def test_pgen__not_a_pgen_is_one_line_of_text(self, example_pgen, tmp_path):
-        for suffix in (".pvar", ".psam"):
-            shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
+        _copy_fileset(example_pgen, tmp_path, ".pvar", ".psam")
         (tmp_path / "x.pgen").write_bytes(b"\x00" * 100)
         with pytest.raises(InputError) as error:
             read_pgen(tmp_path / "x")
