@@ -55,7 +55,7 @@ def missing_bed(tmp_path) -> Path:
 
 
 def _copy_fileset(example_pgen, tmp_path, *suffixes):
-    """Copy the example's ``suffixes`` files to ``tmp_path/x``; the test writes the rest."""
+    """Copy the example's ``suffixes`` files to ``tmp_path/x`` (tests add the rest)."""
     for suffix in suffixes:
         shutil.copy(example_pgen.with_suffix(suffix), tmp_path / f"x{suffix}")
 
