@@ -31,6 +31,7 @@ import logging
 import os
 import shlex
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -73,6 +74,20 @@ def _fraction(upper: float):
     return Interval(float, 0, upper).parse
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default, unless it is None (as docs/cli.md does).
+
+    None means "not given", which the help says in words where it matters:
+    argparse's own formatter ended ``--ids``'s "default: the input that
+    PREFIX.K.json records, ..." with "(default: None)".
+    """
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def _common_options() -> argparse.ArgumentParser:
     """Options every subcommand accepts (a parent parser)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -94,7 +109,7 @@ def _add_subcommand(subparsers, name: str, *, help: str, description: str | None
         help=help,
         description=description or help,
         parents=[_common_options()],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
 
 
@@ -262,6 +277,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from .simulate import simulate_admixture, simulate_balding_nichols
 
     _check_prefix(args.out)
+    _check_output_folder(args.out)
     start = time.perf_counter()
     if args.model == "msprime":
         sim = simulate_admixture(
@@ -518,6 +534,24 @@ def _projection_input(args, genotypes):
     return genotypes, reference
 
 
+def _check_projection_K(p_path, P, Ks) -> None:
+    """Refuse, before the first fit, a K other than the ``--project`` P's columns.
+
+    A projection keeps P, so its K is P's; otherwise every K before the bad
+    one would be fitted first, and the library's message names no file.
+
+    Raises
+    ------
+    UsageError
+        Naming the P file, its columns and the K asked for.
+    """
+    other = [K for K in Ks if K != P.shape[1]]
+    if other:
+        raise UsageError(f"--project {p_path} has {P.shape[1]} columns (components), "
+                         f"but -K asks for K = {', '.join(map(str, other))}: a "
+                         f"projection's K is its P's; give -K {P.shape[1]}")
+
+
 def _supervised_labels(args, genotypes):
     """The reference labels of ``--supervised`` (default: the input's .pop)."""
     from .io import read_pop
@@ -564,6 +598,7 @@ def _check_run_flags(args: argparse.Namespace) -> None:
         them, with a warning.)
     """
     _check_prefix(args.out)
+    _check_output_folder(args.out or _default_prefix(args.input))
     args.threads = _usable_threads(args.threads)
     if args.project and args.supervised is not None:
         raise UsageError("--supervised cannot be combined with --project: a "
@@ -591,6 +626,34 @@ def _check_prefix(prefix: str | None) -> None:
     if prefix.endswith(separators) or Path(prefix).is_dir():
         raise UsageError(f"--out is a prefix for the output files, not a directory: "
                          f"{prefix}")
+
+
+def _check_output_folder(prefix: str) -> None:
+    """Refuse, before the input is read, an output folder that cannot take files.
+
+    The outputs are written after the fits, each staged as a new file in the
+    prefix's folder (:func:`admixspec.io.common.write_all_or_none`): without
+    this, an unwritable folder would cost the whole run. A folder that does
+    not exist yet is created later, so its nearest existing ancestor must take
+    a new entry. The probe, a uniquely named empty file, is removed at once;
+    ``os.access`` would not do: it ignores read-only mounts and says yes to root.
+
+    Raises
+    ------
+    OSError
+        Naming the folder (``filename``) and why it takes no files.
+    """
+    folder = Path(prefix).parent
+    nearest = next(path for path in (folder, *folder.parents) if path.exists())
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".admixspec-probe-", dir=nearest)
+    except OSError as err:
+        what = ("the output files" if nearest == folder
+                else f"the output folder {folder}")
+        raise OSError(err.errno, f"cannot create {what} here ({err.strerror}); "
+                      "choose another --out", str(nearest)) from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 def _usable_threads(threads: int | None) -> int | None:
@@ -780,6 +843,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     projection = None
     if args.project:
         genotypes, projection = _projection_input(args, genotypes)
+        _check_projection_K(args.project, projection.P, Ks)
     _check_calls(genotypes, fits_p=projection is None)
     prefix = args.out or _default_prefix(args.input)
     if Path(prefix).parent != Path("."):
@@ -873,6 +937,12 @@ def _flat(lists):
     return None if lists is None else [K for part in lists for K in part]
 
 
+#: Where plot and report look for sample IDs without --ids
+#: (:func:`admixspec.io.results.recorded_sample_ids`).
+_IDS_DEFAULT = ("default: the input that PREFIX.K.json records, else PREFIX.fam, "
+                "whichever first holds one ID per Q row")
+
+
 def _add_population_arguments(parser, *, labels_help: str, ids_help: str) -> None:
     """``--labels``, ``--ids`` and ``--population-order``, as plot and report use."""
     parser.add_argument("--labels", metavar="FILE", help=labels_help)
@@ -912,7 +982,7 @@ def _add_plot_parser(subparsers) -> None:
         "order), a .fam (family column), or a CSV/TSV with sample_id and population "
         "columns",
         ids_help="sample IDs in Q row order, to look a CSV/TSV label table up: the "
-        "run's .fam, .bed or VCF, or a file with one ID per line",
+        f"run's .fam, .bed or VCF, or a file with one ID per line; {_IDS_DEFAULT}",
     )
     parser.add_argument(
         "-K", type=_k_list, nargs="+", metavar="K",
@@ -1030,7 +1100,7 @@ def _add_report_parser(subparsers) -> None:
         labels_help="population labels, as plot takes them: a .pop file, a .fam "
         "(family column), or a CSV/TSV with sample_id and population columns",
         ids_help="sample IDs in Q row order (the run's .fam, .bed or VCF, or one ID "
-        "per line); default: the input recorded in PREFIX.K.json, when readable",
+        f"per line); {_IDS_DEFAULT}; without them, individuals are numbered",
     )
     parser.add_argument(
         "-K", type=_k_list, nargs="+", metavar="K",

@@ -158,13 +158,25 @@ def _load_panels(Qs, Ks, *, modes: bool = False):
         if Q.ndim != 2:
             raise UsageError(f"Q #{index} must be 2-d (individuals x K), got {Q.shape}")
         panels.append((Q, f"Q #{index}"))
-    if Ks is not None:
-        wanted = {int(K) for K in Ks}
-        panels = [p for p in panels if p[0].shape[1] in wanted]
     if not panels:
-        which = f" with K in {sorted(Ks)}" if Ks else ""
-        raise UsageError("no Q matrix to plot" + which)
+        raise UsageError("no Q matrix to plot")
+    if Ks is not None:
+        found = {Q.shape[1] for Q, _ in panels}
+        panels = [p for p in panels if p[0].shape[1] in {int(K) for K in Ks}]
+        if not panels:  # say which K there are, not that nothing is there
+            raise UsageError(f"no Q matrix with K = {_k_text(Ks)} to plot (found "
+                             f"K = {_k_text(found)} in {_inputs_text(Qs)})")
     return panels, q_paths
+
+
+def _k_text(Ks) -> str:
+    return ", ".join(map(str, sorted({int(K) for K in Ks})))
+
+
+def _inputs_text(Qs) -> str:
+    """The inputs for a message: their paths, or ``Q #i`` for arrays."""
+    return ", ".join(str(item) if isinstance(item, (str, os.PathLike)) else f"Q #{i}"
+                     for i, item in enumerate(Qs))
 
 
 def individual_order(Q: np.ndarray, labels, population_order):
@@ -211,24 +223,55 @@ def _check_panel_inputs(loaded, q_paths, labels, sample_ids, out):
     """
     from .io.results import read_population_labels, read_sample_ids, recorded_sample_ids
 
-    n = loaded[0][0].shape[0]
+    n, first = loaded[0][0].shape[0], loaded[0][1]
     for Q, source in loaded:
         if Q.shape[0] != n:
-            raise UsageError(
-                f"{source} has {Q.shape[0]} individuals, the first Q has {n}"
-            )
-    if isinstance(sample_ids, (str, os.PathLike)):
-        sample_ids = read_sample_ids(sample_ids)
-    if sample_ids is not None and len(sample_ids) != n:
-        raise UsageError(f"{len(sample_ids)} sample IDs for {n} individuals")
-    if isinstance(labels, (str, os.PathLike)):
+            raise UsageError(f"{source} has {Q.shape[0]} individuals, {first} has {n}")
+    ids_file = sample_ids if _is_path(sample_ids) else None
+    if ids_file is not None:
+        sample_ids = read_sample_ids(ids_file)
+    check_count(sample_ids, "sample IDs", ids_file, n, first)
+    labels_file = labels if _is_path(labels) else None
+    if labels_file is not None:
         if sample_ids is None:
             sample_ids = recorded_sample_ids(q_paths, n)
-        labels = read_population_labels(labels, sample_ids=sample_ids)
-    if labels is not None and len(labels) != n:
-        raise UsageError(f"{len(labels)} labels for {n} individuals")
+        labels = read_population_labels(labels_file, sample_ids=sample_ids)
+    check_count(labels, "labels", labels_file, n, first)
     _check_format(out)
     return labels
+
+
+def _is_path(value) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+def check_count(values, what: str, path, n: int, q_name: str) -> None:
+    """Refuse one-per-individual ``values`` (labels, sample IDs) not one per Q row.
+
+    Parameters
+    ----------
+    values : sequence or None
+        None passes.
+    what : str
+        Their name in the message, plural: ``"labels"``.
+    path : str or os.PathLike or None
+        The file they were read from, or None where they were given.
+    n : int
+        Rows of the Q matrix.
+    q_name : str
+        The Q matrix's file (or name), for the message.
+
+    Raises
+    ------
+    InputError
+        Read from ``path``, naming it; UsageError when given.
+    """
+    if values is None or len(values) == n:
+        return
+    message = f"{len(values)} {what} for {n} individuals (the rows of {q_name})"
+    if path is None:
+        raise UsageError(message)
+    raise InputError(message, path=path)
 
 
 def _check_format(out) -> None:
@@ -477,8 +520,9 @@ def plot_ancestry(
         figure over :data:`MAX_PIXELS` pixels a side.
     InputError
         An unreadable Q file, one whose rows do not sum to 1
-        (:func:`admixspec.io.results.check_q_rows`), or a label table
-        without sample IDs to look it up by.
+        (:func:`admixspec.io.results.check_q_rows`), a label table
+        without sample IDs to look it up by, or a label or ID file with
+        another count than Q's rows (naming it and the Q file).
 
     Examples
     --------

@@ -151,14 +151,9 @@ def _run_info(K: int, q_path: Path) -> _RunInfo:
 def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
     from .io.admixture import output_path, read_q
     from .io.modes import mode_panels
-    from .io.results import check_q_rows, find_runs
+    from .io.results import check_q_rows, select_runs
 
-    runs = find_runs(prefix)
-    if Ks is not None:
-        wanted = {int(K) for K in Ks}
-        runs = [(K, path) for K, path in runs if K in wanted]
-    if not runs:
-        raise InputError("no PREFIX.K.Q files found", path=f"{prefix}.*.Q")
+    runs = select_runs(prefix, Ks)
     panels, infos = [], []
     for K, q_path in runs:
         main_Q = read_q(q_path)
@@ -192,18 +187,17 @@ def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
 def _sample_ids(sample_ids, infos, n) -> tuple[np.ndarray, bool]:
     """Sample IDs in Q row order, and whether they are real (not placeholders)."""
     from .io.results import read_sample_ids, recorded_sample_ids
+    from .plot import check_count
 
     if sample_ids is None:
         ids = recorded_sample_ids([info.q_path for info in infos], n)
         if ids is not None:
             return ids, True
         return np.array([f"individual {i + 1}" for i in range(n)]), False
-    if isinstance(sample_ids, (str, Path)):
-        ids = read_sample_ids(sample_ids)
-    else:
-        ids = np.asarray(sample_ids, dtype=str)
-    if len(ids) != n:
-        raise UsageError(f"{len(ids)} sample IDs for {n} individuals")
+    ids_file = sample_ids if isinstance(sample_ids, (str, Path)) else None
+    ids = (read_sample_ids(ids_file) if ids_file is not None
+           else np.asarray(sample_ids, dtype=str))
+    check_count(ids, "sample IDs", ids_file, n, infos[0].q_path.name)
     return ids, True
 
 
@@ -671,15 +665,16 @@ def report_html(prefix, *, labels=None, sample_ids=None, population_order=None,
 
     from .fit.modes import align_mode_panels
     from .io.results import read_population_labels
-    from .plot import ancestry_palette
+    from .plot import ancestry_palette, check_count
 
     panels, infos = _load_panels(prefix, Ks)
     n = panels[0].Q.shape[0]
     ids, ids_known = _sample_ids(sample_ids, infos, n)
-    if isinstance(labels, (str, Path)):
-        labels = read_population_labels(labels, sample_ids=ids if ids_known else None)
-    if labels is not None and len(labels) != n:
-        raise UsageError(f"{len(labels)} labels for {n} individuals")
+    labels_file = labels if isinstance(labels, (str, Path)) else None
+    if labels_file is not None:
+        labels = read_population_labels(labels_file,
+                                        sample_ids=ids if ids_known else None)
+    check_count(labels, "labels", labels_file, n, infos[0].q_path.name)
     perms = align_mode_panels([p.Q for p in panels])
     K_max = max(p.K for p in panels)
     colours = ancestry_palette(K_max)
@@ -753,11 +748,13 @@ def write_report(prefix, out, *, labels=None, sample_ids=None, population_order=
         No ``PREFIX.K.Q`` files, unreadable or inconsistent ones, ones whose
         rows do not sum to 1 (:func:`admixspec.io.results.check_q_rows`),
         a ``PREFIX.K.json`` that is not a run record
-        (:func:`admixspec.io.results.read_run_record`), or a label table
-        without sample IDs to look it up by.
+        (:func:`admixspec.io.results.read_run_record`), a label table
+        without sample IDs to look it up by, a label or ID file with
+        another count than Q's rows, or ``Ks`` none of which was run
+        (saying which were).
     UsageError
-        Bokeh missing, labels/IDs of the wrong length, or an ``out`` not
-        named ``.html``/``.htm``.
+        Bokeh missing, labels/IDs given of the wrong length, or an ``out``
+        not named ``.html``/``.htm``.
 
     Examples
     --------

@@ -101,6 +101,19 @@ class TestParser:
 
         assert parsed(admixture_argv) == parsed(argv)
 
+    @pytest.mark.parametrize("subcommand", ["plot", "report"])
+    def test_help__ids_states_its_default_and_no_None(self, subcommand, capsys):
+        # recorded_sample_ids: the input PREFIX.K.json records, else PREFIX.fam
+        with pytest.raises(SystemExit):
+            main([subcommand, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        ids = text.split("--ids FILE ", 1)[1].split(" --population-order", 1)[0]
+        assert ids.endswith("default: the input that PREFIX.K.json records, else "
+                            "PREFIX.fam, whichever first holds one ID per Q row"
+                            + ("; without them, individuals are numbered"
+                               if subcommand == "report" else ""))
+        assert "(default: None)" not in text
+
     def test_main__no_subcommand_prints_help_and_returns_2(self, capsys):
         code, _, err = run([], capsys)
         assert code == 2
@@ -647,6 +660,49 @@ class TestArgumentChecks:
         self, flags, message, tmp_path, capsys
     ):
         assert_refused_before_reading(capsys, tmp_path, flags, message)
+
+
+class TestOutputFolder:
+    """An output folder that takes no files fails before the input is read
+    (which does not exist: reading it would fail with 'file not found')."""
+
+    @pytest.mark.parametrize("subcommand", ["run", "simulate"])
+    def test_output_folder_that_takes_no_files_fails_before_the_work(
+        self, subcommand, tmp_path, capsys
+    ):
+        # Linux's /proc/self takes no new file, even root's: a folder made
+        # read-only with chmod still takes root's
+        argv = (["run", tmp_path / "absent.bed", "-K", "2"] if subcommand == "run"
+                else ["simulate", "--model", "balding-nichols"])
+        assert_one_line_error(
+            capsys, [*argv, "--out", "/proc/self/r"], 1,
+            "/proc/self: cannot create the output files here (No such file or "
+            "directory); choose another --out")
+
+    def test_run__output_folder_under_a_file_fails_before_reading_the_input(
+        self, tmp_path, capsys
+    ):
+        (tmp_path / "file").write_text("")
+        folder = tmp_path / "file" / "runs"
+        assert_one_line_error(
+            capsys, ["run", tmp_path / "absent.bed", "-K", "2", "--out",
+                     folder / "r"], 1,
+            f"{tmp_path / 'file'}: cannot create the output folder {folder} here "
+            "(Not a directory); choose another --out")
+
+
+class TestProjection:
+    def test_run__a_K_other_than_the_projected_Ps_names_it_before_any_fit(
+        self, plink_fixture, tmp_path, capsys
+    ):
+        reference = tmp_path / "ref.2.P"  # bare: one row per SNP of the input
+        reference.write_text("0.2 0.8\n" * 200)
+        assert_one_line_error(
+            capsys, ["run", plink_fixture, "-K", "2-3", "--project", reference,
+                     "--out", tmp_path / "out" / "x", "-q"], 2,
+            f"--project {reference} has 2 columns (components), but -K asks for "
+            "K = 3: a projection's K is its P's; give -K 2")
+        assert not (tmp_path / "out").exists()  # not even K = 2's files
 
 
 class TestMonomorphicSnps:

@@ -529,3 +529,59 @@ class TestLabelsById:
         assert main(argv) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "(--ids)" in err
+
+
+class TestMessagesNameTheFiles:
+    """A count that does not fit, or a K not run, says which file and which K."""
+
+    _run_files = TestPlotCommand._run_files  # run.K.Q for K = 2-4, 8 individuals
+
+    def _error(self, argv, capsys, code) -> str:
+        from admixspec.cli import main
+
+        assert main([str(a) for a in argv]) == code
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1
+        return lines[0]
+
+    def test_summary_command__a_K_not_run_names_the_K_found(self, tmp_path, capsys):
+        prefix = self._run_files(tmp_path)
+        assert self._error(["summary", prefix, "-K", "7"], capsys, 1) == (
+            f"admixspec: error: no {prefix}.7.Q (found K = 2-4 for {prefix})")
+
+    def test_plot_command__a_K_not_in_the_inputs_names_the_K_found(self, tmp_path,
+                                                                   capsys):
+        prefix = self._run_files(tmp_path)
+        argv = ["plot", prefix, "-K", "6", "7", "-o", tmp_path / "p.png"]
+        assert self._error(argv, capsys, 2) == (
+            "admixspec: error: no Q matrix with K = 6, 7 to plot (found K = 2, 3, 4 "
+            f"in {prefix})")
+
+    def test_plot_command__a_label_file_of_another_length_names_it_and_the_q(
+        self, tmp_path, capsys
+    ):
+        prefix = self._run_files(tmp_path)
+        labels = tmp_path / "seven.pop"
+        labels.write_text("A\n" * 7)
+        argv = ["plot", prefix, "--labels", labels, "-o", tmp_path / "p.png"]
+        assert self._error(argv, capsys, 1) == (
+            f"admixspec: error: {labels}: 7 labels for 8 individuals (the rows of "
+            "run.2.Q)")
+
+    def test_plot_command__an_ids_file_of_another_length_names_it_and_the_q(
+        self, tmp_path, capsys
+    ):
+        prefix = self._run_files(tmp_path)
+        ids = tmp_path / "seven.txt"
+        ids.write_text("".join(f"s{i}\n" for i in range(7)))
+        argv = ["plot", prefix, "--ids", ids, "-o", tmp_path / "p.png"]
+        assert self._error(argv, capsys, 1) == (
+            f"admixspec: error: {ids}: 7 sample IDs for 8 individuals (the rows of "
+            "run.2.Q)")
+
+    def test_plot_ancestry__q_files_of_other_lengths_name_both(self, tmp_path):
+        write_q(tmp_path / "a.2.Q", np.full((5, 2), 0.5))
+        write_q(tmp_path / "b.2.Q", np.full((6, 2), 0.5))
+        with pytest.raises(UsageError, match=r"^b\.2\.Q has 6 individuals, a\.2\.Q "
+                                             r"has 5$"):
+            plot_ancestry([tmp_path / "a.2.Q", tmp_path / "b.2.Q"])

@@ -451,3 +451,29 @@ class TestReportCommand:
         err = capsys.readouterr().err.strip().splitlines()
         assert err == [
             f"admixspec: error: {tmp_path / 'none'}.*.Q: no PREFIX.K.Q files found"]
+
+    def test_main_report__a_K_not_run_names_the_K_found(self, run_fixture, tmp_path,
+                                                        capsys):
+        from admixspec.cli import main
+
+        prefix, _, _, _ = run_fixture
+        assert main(["report", str(prefix), "-K", "7", "-o",
+                     str(tmp_path / "x.html")]) == 1
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec: error: no {prefix}.7.Q (found K = 2, 3 for {prefix})"]
+
+    @pytest.mark.parametrize(("flag", "what"), [("--labels", "labels"),
+                                                ("--ids", "sample IDs")])
+    def test_main_report__a_file_of_another_length_names_it_and_the_q(
+        self, flag, what, run_fixture, tmp_path, capsys
+    ):
+        from admixspec.cli import main
+
+        prefix, _, _, _ = run_fixture
+        short = tmp_path / "short.txt"
+        write_text(short, "".join(f"s{i}\n" for i in range(N - 1)))
+        assert main(["report", str(prefix), flag, str(short), "-o",
+                     str(tmp_path / "x.html")]) == 1
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec: error: {short}: {N - 1} {what} for {N} individuals (the rows "
+            "of run.2.Q)"]

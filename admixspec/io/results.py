@@ -356,6 +356,68 @@ def find_runs(prefix) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def select_runs(prefix, Ks=None) -> list[tuple[int, Path]]:
+    """The ``PREFIX.K.Q`` files of the K asked for (:func:`find_runs`, filtered).
+
+    Parameters
+    ----------
+    prefix : str or os.PathLike
+        The run's ``--out`` prefix.
+    Ks : sequence of int, optional
+        Only these K (default: every ``PREFIX.K.Q`` found); those without a
+        file are left out.
+
+    Returns
+    -------
+    list of (int, pathlib.Path)
+        ``(K, path)`` pairs sorted by K, never empty.
+
+    Raises
+    ------
+    InputError
+        When none is found: for ``Ks``, saying which K exist instead.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for K in (2, 3):
+    ...     _ = (d / f"r.{K}.Q").write_text("0.5 0.5\\n")
+    >>> [K for K, _ in select_runs(d / "r", Ks=[3, 4])]
+    [3]
+    >>> select_runs(d / "r", Ks=[7])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.InputError: no .../r.7.Q (found K = 2, 3 for .../r)
+    """
+    runs = find_runs(prefix)
+    if not runs:
+        raise InputError("no PREFIX.K.Q files found", path=f"{prefix}.*.Q")
+    if Ks is None:
+        return runs
+    wanted = sorted({int(K) for K in Ks})
+    chosen = [(K, path) for K, path in runs if K in wanted]
+    if not chosen:
+        # the run exists: say which K it has, not that nothing is there
+        asked = (f"{prefix}.{wanted[0]}.Q" if len(wanted) == 1
+                 else f"{prefix}.K.Q for K = {_k_values(wanted)}")
+        raise InputError(f"no {asked} (found K = {_k_values(K for K, _ in runs)} "
+                         f"for {prefix})")
+    return chosen
+
+
+def _k_values(Ks) -> str:
+    """K values for a message: ``2, 3`` or, for a run of three or more, ``2-6``."""
+    Ks = sorted(Ks)
+    parts, start = [], 0
+    for end in range(1, len(Ks) + 1):
+        if end == len(Ks) or Ks[end] != Ks[end - 1] + 1:
+            run = Ks[start:end]
+            parts += [f"{run[0]}-{run[-1]}"] if len(run) > 2 else map(str, run)
+            start = end
+    return ", ".join(parts)
+
+
 def read_run_log(path) -> dict:
     """Parse an ADMIXTURE-style log.
 
@@ -543,7 +605,8 @@ def summarize_runs(prefix, *, Ks=None):
     Raises
     ------
     InputError
-        When no ``PREFIX.K.Q`` exists.
+        When no ``PREFIX.K.Q`` exists (of the ``Ks``, where given:
+        :func:`select_runs`).
 
     Examples
     --------
@@ -558,11 +621,7 @@ def summarize_runs(prefix, *, Ks=None):
     """
     import pandas as pd
 
-    runs = find_runs(prefix)
-    if Ks is not None:
-        runs = [(K, path) for K, path in runs if K in {int(k) for k in Ks}]
-    if not runs:
-        raise InputError("no PREFIX.K.Q files found", path=f"{prefix}.*.Q")
+    runs = select_runs(prefix, Ks)
     rows = []
     for K, q_path in runs:
         base = str(q_path)[: -len(".Q")]
