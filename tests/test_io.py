@@ -36,7 +36,7 @@ from admixspec.io import (
     write_q,
     write_vcf,
 )
-from admixspec.io.common import write_all_or_none
+from admixspec.io.common import sample_rows, write_all_or_none
 from admixspec.io.reader import open_streamed
 
 from .conftest import failing_on_call
@@ -131,6 +131,14 @@ class TestAdmixtureFormats:
         path = write_text_file(tmp_path / "x.pop", "CEU\n-\nYRI\n")
         assert read_pop(path, n_individuals=3).tolist() == ["CEU", None, "YRI"]
         with pytest.raises(InputError, match="has 3 lines but the genotypes have 4"):
+            read_pop(path, n_individuals=4)
+
+
+    def test_read_pop__line_with_two_fields_is_an_error(self, tmp_path):
+        # the words after the first would each have made one more population
+        path = write_text_file(tmp_path / "x.pop", "CEU\n-\nYRI extra\nYRI\n")
+        with pytest.raises(InputError, match=r"x\.pop:3: 2 fields \('YRI extra'\) "
+                           "where a .pop line has one"):
             read_pop(path, n_individuals=4)
 
 
@@ -417,6 +425,16 @@ class TestBadVcf:
                                r"no variants \(the file's chromosomes: 1\)$"):
                 read_vcf(path, region="chr1")
 
+    @pytest.mark.parametrize("compress", [False, True])
+    def test_read_vcf__duplicate_sample_name_is_named(self, tmp_path, compress):
+        text = HEADER.replace("\tc\td\te", "\tc\ta\te") + RECORDS[0] + "\n"
+        path = tmp_path / ("dup.vcf.gz" if compress else "dup.vcf")
+        path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
+        # htslib refuses the header with only "cannot parse VCF header"
+        with pytest.raises(InputError, match=r"dup\.vcf(\.gz)?:5: sample 'a' is named "
+                           r"twice in the #CHROM header line \(columns 10 and 13\)"):
+            read_vcf(path)
+
     def test_bad_region_is_a_usage_error(self):
         with pytest.raises(UsageError, match="invalid region"):
             parse_region("1:20-10")
@@ -555,6 +573,41 @@ class TestPlink:
             read_plink(tmp_path / "sim", region="chr1")
         with pytest.raises(InputError, match="region chr1 selects no variants"):
             open_streamed(tmp_path / "sim.bed", memory_bytes=1e6, region="chr1")
+
+    def test_read_plink__duplicate_sample_id_is_an_error(self, tmp_path,
+                                                         simulated_fixture):
+        # --keep of one of them kept both: PLINK refuses the pair as well
+        plink_fileset(tmp_path, simulated_fixture)
+        fam = (tmp_path / "sim.fam").read_text().splitlines()
+        fam[3] = fam[1]
+        # a blank line, which PLINK and the reader skip, still counts as a line
+        (tmp_path / "sim.fam").write_text("\n".join(fam[:1] + [""] + fam[1:]) + "\n")
+        with pytest.raises(InputError, match=r"sim\.fam:5: sample 'ind1' 'ind1' \(FID, "
+                           r"IID\) on lines 3 and 5: each sample must be listed once$"):
+            read_genotypes(tmp_path / "sim.bed")
+
+    def test_read_plink__an_iid_in_two_families_is_two_samples_until_kept(
+        self, tmp_path, simulated_fixture
+    ):
+        # PLINK tells them apart by FID (family files number members 1, 2, ...);
+        # admixspec's --keep matches IIDs alone, so keeping that IID is ambiguous
+        plink_fileset(tmp_path, simulated_fixture)
+        fam = (tmp_path / "sim.fam").read_text().splitlines()
+        fam[2] = " ".join(["famX"] + fam[0].split()[1:])
+        (tmp_path / "sim.fam").write_text("\n".join(fam) + "\n")
+        assert read_plink(tmp_path / "sim").n_individuals == len(fam)
+        assert read_plink(tmp_path / "sim", samples=["ind1"]).n_individuals == 1
+        with pytest.raises(InputError, match=r"sim\.fam: --keep names sample ID 'ind0', "
+                           r"which the \.fam file lists twice \(samples 1 and 3\)"):
+            read_plink(tmp_path / "sim", samples=["ind0", "ind1"])
+
+    def test_sample_rows__a_kept_id_listed_twice_is_an_error(self):
+        # keeping one would keep both; an unkept repeat is left alone
+        ids = ["a", "b", "c", "b"]
+        assert sample_rows(ids, ["a"], "x.vcz", kind=".vcz").tolist() == [0]
+        with pytest.raises(InputError, match=r"x\.vcz: --keep names sample ID 'b', "
+                           r"which the \.vcz file lists twice \(samples 2 and 4\)"):
+            sample_rows(ids, ["b"], "x.vcz", kind=".vcz")
 
     def test_missing_fam(self, tmp_path, simulated_fixture):
         write_plink(tmp_path / "sim", simulated_fixture.genotypes)

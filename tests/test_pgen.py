@@ -101,6 +101,18 @@ class TestReadPgen:
         with pytest.raises(InputError, match="not in the .psam"):
             read_pgen(example_pgen, samples=["nobody"])
 
+    def test_pgen__duplicate_iid_in_psam_is_an_error(self, example_pgen, tmp_path):
+        _copy_fileset(example_pgen, tmp_path, ".pgen", ".pvar")
+        psam = example_pgen.with_suffix(".psam").read_text().splitlines()
+        psam[3] = psam[1]  # line 1 is the #FID/#IID header
+        (tmp_path / "x.psam").write_text("\n".join(psam) + "\n")
+        iid = psam[1].split()[1]
+        fid = psam[1].split()[0]
+        with pytest.raises(InputError, match=rf"x\.psam:4: sample '{fid}' '{iid}' "
+                           r"\(FID, IID\) on lines 2 and 4: each sample must be listed "
+                           r"once$"):
+            read_pgen(tmp_path / "x")
+
     def test_pgen__missing_pvar_is_input_error(self, example_pgen, tmp_path):
         _copy_fileset(example_pgen, tmp_path, ".pgen", ".psam")
         with pytest.raises(InputError, match="the .pvar file"):

@@ -201,38 +201,87 @@ def read_p(path) -> np.ndarray:
     return _read_matrix(path, "P")
 
 
-def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
+class PopLabels(np.ndarray):
+    """Supervised labels read from a ``.pop`` file, which they name (``path``).
+
+    A plain object array otherwise: the supervised fit's later checks (too
+    few components for the populations, no labelled individual) read
+    ``path`` to name the file they are about.
+    """
+
+    path: str | None
+
+    def __new__(cls, labels, path=None):
+        array = np.asarray(labels, dtype=object).view(cls)
+        array.path = None if path is None else str(path)
+        return array
+
+    def __array_finalize__(self, obj):
+        self.path = getattr(obj, "path", None)
+
+    def __reduce__(self):
+        # numpy pickles a subclass's array but not its attributes
+        constructor, arguments, state = super().__reduce__()
+        return constructor, arguments, (state, self.path)
+
+    def __setstate__(self, state):
+        array_state, self.path = state
+        super().__setstate__(array_state)
+
+
+def read_pop(path, *, n_individuals: int | None = None) -> PopLabels:
     """Read an ADMIXTURE ``.pop`` file (supervised labels).
 
     Parameters
     ----------
     path : str or os.PathLike
-        One line per individual, in ``.fam`` order: a population name, or
-        ``-`` (or an empty line) for an individual of unknown ancestry.
+        One line per individual, in ``.fam`` order: a population name (any
+        word, ``0`` included, as ADMIXTURE takes it), or ``-`` (or an empty
+        line) for an individual of unknown ancestry.
     n_individuals : int, optional
         If given, the number of lines must match.
 
     Returns
     -------
-    numpy.ndarray of object, shape (n_individuals,)
-        Population names, ``None`` where unknown.
+    PopLabels
+        Object array, shape (n_individuals,): population names, ``None``
+        where unknown; its ``path`` is the file.
+
+    Raises
+    ------
+    InputError
+        A line with more than one field (a ``.fam`` or a label table given
+        as the ``.pop``, whose extra words would make extra populations), or
+        a line count other than ``n_individuals``.
     """
     path = Path(path)
     with reading(path, "a .pop file"), open(path, encoding="utf-8") as handle:
         lines = handle.read().splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
-    labels = np.array(
-        [None if line.strip() in ("", "-") else line.strip() for line in lines],
-        dtype=object,
-    )
-    if n_individuals is not None and len(labels) != n_individuals:
+    fields = [line.split() for line in lines]
+    _check_one_field(fields, path)
+    if n_individuals is not None and len(fields) != n_individuals:
         raise InputError(
-            f"has {len(labels)} lines but the genotypes have "
+            f"has {len(fields)} lines but the genotypes have "
             f"{n_individuals} individuals",
             path=path,
         )
-    return labels
+    return PopLabels([None if words in ([], ["-"]) else words[0] for words in fields],
+                     path)
+
+
+def _check_one_field(fields: list, path) -> None:
+    """Refuse a ``.pop`` line of more than one word, naming the first."""
+    wide = np.flatnonzero(np.fromiter(map(len, fields), dtype=np.int64,
+                                      count=len(fields)) > 1)
+    if len(wide):
+        words = fields[int(wide[0])]
+        raise InputError(
+            f"{len(words)} fields ({' '.join(words)!r}) where a .pop line has one: "
+            "a population name, or '-' for an individual of unknown ancestry",
+            path=path, line=int(wide[0]) + 1,
+        )
 
 
 _LOGLIK = re.compile(r"^Loglikelihood:\s*(\S+)\s*$", re.MULTILINE)

@@ -2,6 +2,7 @@
 
 * :func:`parse_region` and :func:`region_mask`: ``--region chrom:start-end``;
 * :func:`sample_rows`: ``--keep``'s samples as rows of a file's sample list;
+* :func:`first_duplicate`: the first ID a file lists twice;
 * :func:`is_snp_allele`: the single-base alleles of a biallelic SNP;
 * :func:`atomic_write` and :func:`write_all_or_none`: every output is written
   to a temporary file in its folder and renamed over its destination, so a
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.exceptions import InputError, UsageError
+from .errors import data_line
 
 __all__ = [
     "atomic_write",
@@ -128,6 +130,70 @@ def empty_region_error(region: str, chroms, path) -> InputError:
                       f"{shown or 'none'})", path=path)
 
 
+def first_duplicate(ids) -> tuple[int, int] | None:
+    """Rows of the first ID listed twice: its first row and its second; else None.
+
+    Parameters
+    ----------
+    ids : array_like of str
+
+    Returns
+    -------
+    (first, second) : tuple of int, or None
+        0-based rows; ``second`` is the earliest row that repeats an ID.
+
+    Examples
+    --------
+    >>> first_duplicate(["a", "b", "c", "b", "a"])
+    (1, 3)
+    >>> first_duplicate(["a", "b"]) is None
+    True
+    """
+    series = pd.Series(np.asarray(ids, dtype=str))
+    repeats = np.flatnonzero(series.duplicated().to_numpy())
+    if not len(repeats):
+        return None
+    second = int(repeats[0])
+    first = int(np.argmax((series == series.iloc[second]).to_numpy()))
+    return first, second
+
+
+def check_unique_iids(iids, fids, path, skip: int = 0) -> None:
+    """Refuse a ``.fam``/``.psam`` that lists a sample twice (its FID and IID).
+
+    PLINK names a sample by FID and IID, and family files often number their
+    members 1, 2, ... in every family, so an IID repeated under another FID is
+    another sample; :func:`sample_rows` refuses it only where ``--keep``
+    names it (admixspec's ``--keep`` matches IIDs alone).
+
+    Parameters
+    ----------
+    iids : pandas.Series of str
+    fids : pandas.Series of str, or None
+        The family IDs (None: samples are named by IID alone).
+    path : str or os.PathLike
+        The ``.fam`` or ``.psam`` file, for the message.
+    skip : int
+        Header lines before the first record (they do not count as records,
+        but do as lines).
+
+    Raises
+    ------
+    InputError
+        ``<path>: sample ... on lines <a> and <b> ...``.
+    """
+    names = iids if fids is None else fids.astype(str) + "\t" + iids.astype(str)
+    repeated = first_duplicate(names)
+    if repeated is None:
+        return
+    first, second = repeated
+    lines = [data_line(path, row, skip) for row in repeated]
+    who = (f"sample ID (IID) {str(iids.iloc[second])!r}" if fids is None else
+           f"sample {str(fids.iloc[second])!r} {str(iids.iloc[second])!r} (FID, IID)")
+    raise InputError(f"{who} on lines {lines[0]} and {lines[1]}: each sample must be "
+                     "listed once", path=path, line=lines[1])
+
+
 def sample_rows(ids, samples, path, kind: str | None = ".fam") -> np.ndarray:
     """Rows of the requested samples (all of which must exist), in file order.
 
@@ -150,7 +216,8 @@ def sample_rows(ids, samples, path, kind: str | None = ".fam") -> np.ndarray:
     Raises
     ------
     InputError
-        When a requested ID is not in the file (the first one is named).
+        When a requested ID is listed twice in the file (keeping one would
+        keep both), or is not in the file (the first one is named).
 
     Examples
     --------
@@ -160,6 +227,16 @@ def sample_rows(ids, samples, path, kind: str | None = ".fam") -> np.ndarray:
     ids = np.asarray(ids, dtype=str)
     if samples is None:
         return np.arange(len(ids))
+    # an IID repeated in the file (PLINK allows it across families) is
+    # ambiguous only where --keep names it: keeping one would keep both
+    requested = np.isin(ids, np.asarray(list(samples), dtype=str))
+    repeated = first_duplicate(ids[requested])
+    if repeated is not None:
+        first, second = np.flatnonzero(requested)[list(repeated)]
+        where = "the file" if kind is None else f"the {kind} file"
+        raise InputError(f"--keep names sample ID {str(ids[second])!r}, which {where} "
+                         f"lists twice (samples {first + 1} and {second + 1}): "
+                         "admixspec matches --keep by IID alone", path=path)
     known = set(ids.tolist())
     unknown = [sample for sample in samples if sample not in known]
     if unknown:

@@ -130,3 +130,34 @@ def check_complete_rows(table, path, kind: str) -> None:
         raise InputError(f"record {row + 1} of the {kind} file has "
                          f"{int((~blank[row]).sum())} of its {table.shape[1]} fields",
                          path=path)
+
+
+def data_line(path, record: int, skip: int = 0) -> int:
+    """The 1-based line number of data line ``record`` (0-based) of ``path``.
+
+    pandas skips blank lines, so a table's row index is not the line number.
+    Only called on the way to an error: it reads the file again.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    record : int
+        0-based index of the record among the data lines.
+    skip : int
+        Leading lines that are not data (a ``.psam``'s header lines).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.psam"
+    >>> _ = p.write_text("#IID\\na\\n\\nb\\n")
+    >>> data_line(p, 1, skip=1)
+    4
+    """
+    with open(path, "rb") as handle:
+        lines = enumerate(handle, 1)
+        data_lines = (number for number, line in lines if number > skip and line.strip())
+        for index, number in enumerate(data_lines):
+            if index == record:
+                return number
+    return skip + record + 1

@@ -27,7 +27,13 @@ import pandas as pd
 
 from ..core.exceptions import InputError, import_optional
 from ..core.genotypes import MISSING, Genotypes
-from .common import empty_region_error, is_snp_allele, region_mask, sample_rows
+from .common import (
+    check_unique_iids,
+    empty_region_error,
+    is_snp_allele,
+    region_mask,
+    sample_rows,
+)
 from .errors import check_complete_rows, one_line
 
 __all__ = ["pgen_prefix", "read_pgen"]
@@ -116,10 +122,20 @@ def read_pvar(path) -> pd.DataFrame:
 
 
 def read_psam(path) -> pd.DataFrame:
-    """Read a ``.psam`` (str columns IID and, when present, FID, SEX, ...)."""
+    """Read a ``.psam`` (str columns IID and, when present, FID, SEX, ...).
+
+    Raises
+    ------
+    InputError
+        Unparsable, no IID column, or an IID on two lines
+        (:func:`~admixspec.io.common.check_unique_iids`).
+    """
     table = _read_plink2_table(Path(path), ".psam", _FAM_COLUMNS)
     if "IID" not in table:
         raise InputError("no IID column in the .psam header", path=path)
+    n_meta, header = _count_meta_lines(Path(path))  # the header only: cheap
+    check_unique_iids(table["IID"], table.get("FID"), path,
+                      skip=n_meta + (header is not None))
     return table
 
 

@@ -18,8 +18,14 @@ import pandas as pd
 
 from ..core.exceptions import InputError
 from ..core.genotypes import MISSING, Genotypes
-from .common import empty_region_error, is_snp_allele, region_mask, sample_rows
-from .errors import check_complete_rows
+from .common import (
+    check_unique_iids,
+    empty_region_error,
+    is_snp_allele,
+    region_mask,
+    sample_rows,
+)
+from .errors import check_complete_rows, data_line
 
 __all__ = ["plink_prefix", "read_plink", "write_plink"]
 
@@ -73,9 +79,17 @@ def _read_table(path: Path, columns: list[str], kind: str) -> pd.DataFrame:
 
 
 def read_fam(path) -> pd.DataFrame:
-    """Read a ``.fam`` file (columns fid, iid, father, mother, sex, pheno; str)."""
-    return _read_table(Path(path), ["fid", "iid", "father", "mother", "sex", "pheno"],
-                       ".fam")
+    """Read a ``.fam`` file (columns fid, iid, father, mother, sex, pheno; str).
+
+    Raises
+    ------
+    InputError
+        Unparsable, or an IID on two lines (:func:`check_unique_iids`).
+    """
+    fam = _read_table(Path(path), ["fid", "iid", "father", "mother", "sex", "pheno"],
+                      ".fam")
+    check_unique_iids(fam["iid"], fam["fid"], path)
+    return fam
 
 
 def read_bim(path) -> pd.DataFrame:
@@ -83,24 +97,10 @@ def read_bim(path) -> pd.DataFrame:
     return _read_table(Path(path), ["chrom", "id", "cm", "pos", "a1", "a2"], ".bim")
 
 
-def _data_line(path, record: int) -> int:
-    """The 1-based line number of data line ``record`` (0-based) of ``path``.
-
-    pandas skips blank lines, so a table's row index is not the line number.
-    Only called on the way to an error: it reads the file again.
-    """
-    with open(path, "rb") as handle:
-        data_lines = (number for number, line in enumerate(handle, 1) if line.strip())
-        for index, number in enumerate(data_lines):
-            if index == record:
-                return number
-    return record + 1
-
-
 def _bim_error(bim: pd.DataFrame, path, record: int, problem: str) -> InputError:
     """``<path>:<line>: variant <id>: <problem>`` for ``.bim`` data line ``record``."""
     return InputError(f"variant {bim['id'].iloc[record]}: {problem}", path=path,
-                      line=_data_line(path, record))
+                      line=data_line(path, record))
 
 
 def bim_positions(bim: pd.DataFrame, path) -> np.ndarray:

@@ -32,6 +32,7 @@ indels and symbolic or ``*`` alleles are skipped and counted under the
 from __future__ import annotations
 
 import contextlib
+import gzip
 import logging
 import os
 import shutil
@@ -47,7 +48,13 @@ import pandas as pd
 from ..core.exceptions import InputError
 from ..core.genotypes import Genotypes
 from .calls import SNP_BASES, decode_calls, first_out_of_range, read_log_entries
-from .common import empty_region_error, parse_region, sample_rows, temporary_beside
+from .common import (
+    empty_region_error,
+    first_duplicate,
+    parse_region,
+    sample_rows,
+    temporary_beside,
+)
 
 __all__ = ["BgzfWriter", "read_vcf", "write_vcf"]
 
@@ -134,7 +141,52 @@ def _open_vcf(path: Path, samples=None):
             return VCF(str(path), gts012=True)
         return VCF(str(path), gts012=True, samples=list(samples))
     except (OSError, Exception) as error:  # cyvcf2 raises bare Exception
-        raise InputError(f"cannot read as VCF/BCF ({error})", path=path) from None
+        raise (_duplicate_sample_error(path)
+               or InputError(f"cannot read as VCF/BCF ({error})", path=path)) from None
+
+
+def _duplicate_sample_error(path: Path) -> InputError | None:
+    """The error for a sample the header names twice, else None.
+
+    htslib refuses such a header, and cyvcf2 says only "cannot parse VCF
+    header"; this reads the ``#CHROM`` line again, on the way to that error.
+    """
+    try:
+        number, names = _sample_line(path)
+    except (OSError, EOFError, ValueError, zlib.error, struct.error):
+        return None  # the header is broken otherwise: htslib's message stands
+    repeated = first_duplicate(names)
+    if repeated is None:
+        return None
+    first, second = repeated
+    return InputError(f"sample {names[second]!r} is named twice in the #CHROM header "
+                      f"line (columns {first + 10} and {second + 10}); sample names "
+                      "must be unique", path=path, line=number)
+
+
+def _sample_line(path: Path) -> tuple[int | None, list[str]]:
+    """The ``#CHROM`` line's number (None in a BCF) and its sample names.
+
+    Raises
+    ------
+    ValueError
+        No ``#CHROM`` line.
+    """
+    with open(path, "rb") as raw:
+        compressed = raw.read(2) == _GZIP_MAGIC
+    with (gzip.open(path, "rb") if compressed else open(path, "rb")) as handle:
+        if handle.read(3) == _BCF_MAGIC:  # then 2 version bytes and the text's size
+            handle.read(2)
+            (size,) = struct.unpack("<I", handle.read(4))
+            lines, first = handle.read(size).split(b"\n"), None
+        else:
+            handle.seek(0)
+            lines, first = handle, 1
+        for number, line in enumerate(lines, 1):
+            if line.startswith(b"#CHROM"):
+                names = line.decode("utf-8", "replace").rstrip("\r\n\0").split("\t")
+                return (number if first else None), names[9:]
+    raise ValueError("no #CHROM line")
 
 
 # --------------------------------------------------------------------------- reading

@@ -174,10 +174,11 @@ class SupervisedResult(MLResult):
     populations: list = field(default_factory=list)
 
 
-def _parse_labels(labels, m):
+def _parse_labels(labels, m, source=None):
     labels = list(labels)
     if len(labels) != m:
-        raise InputError(f"{len(labels)} population labels for {m} individuals")
+        raise InputError(f"{len(labels)} population labels for {m} individuals",
+                         path=source)
     clean = [None if (x is None or str(x).strip() in UNKNOWN_LABELS) else str(x).strip()
              for x in labels]
     populations: list[str] = []
@@ -205,7 +206,8 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
     labels : sequence of str or None, length n_individuals
         Reference population per individual, or ``None``/``"-"``/``"."`` for
         individuals to estimate. Component ``k`` is the ``k``-th population
-        in order of first appearance.
+        in order of first appearance. Labels with a ``path`` attribute
+        (:func:`admixspec.io.read_pop`'s) have the errors name that file.
     tol, max_iter, seed, threads, callback
         As in :func:`admixspec.ml.refine.fit_ml`.
 
@@ -226,13 +228,17 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
     t_start = time.perf_counter()
     G = dosage
     m, n = G.shape
-    clean, populations = _parse_labels(labels, m)
+    # labels read from a .pop (admixspec.io.read_pop) name it: the errors say
+    # which file, as the command line cannot add it
+    source = getattr(labels, "path", None)
+    clean, populations = _parse_labels(labels, m, source)
     if not populations:
-        raise InputError("no individual has a reference population label")
+        raise InputError("no individual has a reference population label (every "
+                         "label is '-' or empty)", path=source)
     K = len(populations) if K is None else K
     if K < len(populations):
         raise UsageError(f"K={K} is smaller than the {len(populations)} reference "
-                         "populations in the labels")
+                         f"populations in {source or 'the labels'}")
     index = {p: k for k, p in enumerate(populations)}
     rows = np.array([i for i, x in enumerate(clean) if x is not None], dtype=np.int64)
     comps = np.array([index[clean[i]] for i in rows], dtype=np.int64)
