@@ -555,11 +555,18 @@ def _check_projection_K(p_path, P, Ks) -> None:
 def _supervised_labels(args, genotypes):
     """The reference labels of ``--supervised`` (default: the input's .pop)."""
     from .io import read_pop
+    from .ml.project import reference_populations
 
     pop_path = args.supervised or _default_prefix(args.input) + ".pop"
     if not args.supervised:
         pop_path = str(Path(args.input).with_name(Path(pop_path).name))
-    return read_pop(pop_path, n_individuals=genotypes.n_individuals)
+    labels = read_pop(pop_path, n_individuals=genotypes.n_individuals)
+    populations = reference_populations(labels)
+    smallest = min(_flat(args.K))
+    if smallest < len(populations):  # before the first K's fit, naming the file
+        raise InputError(f"K={smallest} is smaller than the {len(populations)} "
+                         "reference populations it names", path=pop_path)
+    return labels
 
 
 def run_fit(args: argparse.Namespace) -> int:

@@ -705,6 +705,21 @@ class TestProjection:
         assert not (tmp_path / "out").exists()  # not even K = 2's files
 
 
+class TestSupervised:
+    def test_run__k_below_the_pop_files_populations_names_it_before_fitting(
+            self, plink_fixture, tmp_path, capsys):
+        # the supervised fit refused it per K, after the first K's files, and
+        # without saying which labels
+        (tmp_path / "ref.pop").write_text("A\nB\nC\n" + "-\n" * 17)
+        code, _, err = run(["run", plink_fixture, "-K", "2-3", "--supervised",
+                            tmp_path / "ref.pop", "--out", tmp_path / "o"], capsys)
+        assert code == 1
+        assert err.splitlines()[-1] == (
+            f"admixspec: error: {tmp_path / 'ref.pop'}: K=2 is smaller than the 3 "
+            "reference populations it names")
+        assert not list(tmp_path.glob("o.*"))
+
+
 class TestMonomorphicSnps:
     def test_run__console_ends_on_the_files_log_likelihood(self, tmp_path, capsys):
         # the fit logged the log-likelihood of the polymorphic SNPs only, and the

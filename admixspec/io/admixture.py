@@ -201,35 +201,7 @@ def read_p(path) -> np.ndarray:
     return _read_matrix(path, "P")
 
 
-class PopLabels(np.ndarray):
-    """Supervised labels read from a ``.pop`` file, which they name (``path``).
-
-    A plain object array otherwise: the supervised fit's later checks (too
-    few components for the populations, no labelled individual) read
-    ``path`` to name the file they are about.
-    """
-
-    path: str | None
-
-    def __new__(cls, labels, path=None):
-        array = np.asarray(labels, dtype=object).view(cls)
-        array.path = None if path is None else str(path)
-        return array
-
-    def __array_finalize__(self, obj):
-        self.path = getattr(obj, "path", None)
-
-    def __reduce__(self):
-        # numpy pickles a subclass's array but not its attributes
-        constructor, arguments, state = super().__reduce__()
-        return constructor, arguments, (state, self.path)
-
-    def __setstate__(self, state):
-        array_state, self.path = state
-        super().__setstate__(array_state)
-
-
-def read_pop(path, *, n_individuals: int | None = None) -> PopLabels:
+def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
     """Read an ADMIXTURE ``.pop`` file (supervised labels).
 
     Parameters
@@ -243,16 +215,16 @@ def read_pop(path, *, n_individuals: int | None = None) -> PopLabels:
 
     Returns
     -------
-    PopLabels
-        Object array, shape (n_individuals,): population names, ``None``
-        where unknown; its ``path`` is the file.
+    numpy.ndarray, object, shape (n_individuals,)
+        Population names, ``None`` where unknown.
 
     Raises
     ------
     InputError
         A line with more than one field (a ``.fam`` or a label table given
         as the ``.pop``, whose extra words would make extra populations), or
-        a line count other than ``n_individuals``.
+        a line count other than ``n_individuals``, or no line naming a
+        population.
     """
     path = Path(path)
     with reading(path, "a .pop file"), open(path, encoding="utf-8") as handle:
@@ -267,8 +239,12 @@ def read_pop(path, *, n_individuals: int | None = None) -> PopLabels:
             f"{n_individuals} individuals",
             path=path,
         )
-    return PopLabels([None if words in ([], ["-"]) else words[0] for words in fields],
-                     path)
+    labels = np.array([None if words in ([], ["-"]) else words[0] for words in fields],
+                      dtype=object)
+    if not any(label is not None for label in labels):
+        raise InputError("no individual has a reference population label (every line "
+                         "is '-' or empty)", path=path)
+    return labels
 
 
 def _check_one_field(fields: list, path) -> None:

@@ -31,7 +31,7 @@ from .likelihood import Engine, make_engine
 from .refine import MLResult, _Fixed, accelerated_em
 
 __all__ = ["PGivenQ", "SupervisedResult", "UNKNOWN_LABELS", "fit_supervised",
-           "maximize_p", "project"]
+           "maximize_p", "project", "reference_populations"]
 
 
 class PGivenQ(NamedTuple):
@@ -174,18 +174,36 @@ class SupervisedResult(MLResult):
     populations: list = field(default_factory=list)
 
 
-def _parse_labels(labels, m, source=None):
+def _parse_labels(labels, m):
     labels = list(labels)
     if len(labels) != m:
-        raise InputError(f"{len(labels)} population labels for {m} individuals",
-                         path=source)
+        raise InputError(f"{len(labels)} population labels for {m} individuals")
     clean = [None if (x is None or str(x).strip() in UNKNOWN_LABELS) else str(x).strip()
              for x in labels]
-    populations: list[str] = []
-    for x in clean:
-        if x is not None and x not in populations:
-            populations.append(x)
-    return clean, populations
+    return clean, reference_populations(clean)
+
+
+def reference_populations(labels) -> list[str]:
+    """The populations ``labels`` name, in order of first appearance.
+
+    Parameters
+    ----------
+    labels : sequence of str or None
+        As :func:`fit_supervised` takes them (:data:`UNKNOWN_LABELS` and
+        ``None`` name none).
+
+    Returns
+    -------
+    list of str
+        Component ``k`` of a supervised fit is population ``k``.
+
+    Examples
+    --------
+    >>> reference_populations(["YRI", "-", "CEU", "YRI", None])
+    ['YRI', 'CEU']
+    """
+    named = (str(x).strip() for x in labels if x is not None)
+    return list(dict.fromkeys(x for x in named if x not in UNKNOWN_LABELS))
 
 
 @validate_params({"dosage": Dosage(), "K": Interval(int, 1, allow_none=True),
@@ -206,8 +224,7 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
     labels : sequence of str or None, length n_individuals
         Reference population per individual, or ``None``/``"-"``/``"."`` for
         individuals to estimate. Component ``k`` is the ``k``-th population
-        in order of first appearance. Labels with a ``path`` attribute
-        (:func:`admixspec.io.read_pop`'s) have the errors name that file.
+        in order of first appearance.
     tol, max_iter, seed, threads, callback
         As in :func:`admixspec.ml.refine.fit_ml`.
 
@@ -228,17 +245,14 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
     t_start = time.perf_counter()
     G = dosage
     m, n = G.shape
-    # labels read from a .pop (admixspec.io.read_pop) name it: the errors say
-    # which file, as the command line cannot add it
-    source = getattr(labels, "path", None)
-    clean, populations = _parse_labels(labels, m, source)
+    clean, populations = _parse_labels(labels, m)
     if not populations:
         raise InputError("no individual has a reference population label (every "
-                         "label is '-' or empty)", path=source)
+                         "label is '-' or empty)")
     K = len(populations) if K is None else K
     if K < len(populations):
         raise UsageError(f"K={K} is smaller than the {len(populations)} reference "
-                         f"populations in {source or 'the labels'}")
+                         "populations in the labels")
     index = {p: k for k, p in enumerate(populations)}
     rows = np.array([i for i, x in enumerate(clean) if x is not None], dtype=np.int64)
     comps = np.array([index[clean[i]] for i in rows], dtype=np.int64)
