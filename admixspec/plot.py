@@ -95,31 +95,20 @@ def ancestry_palette(K: int) -> list[str]:
     return [colours[k % len(colours)] for k in range(K)]
 
 
-def _read_q(path: Path) -> np.ndarray:
-    """A Q file, checked to be one: its rows sum to 1 (a ``.P``'s do not)."""
-    from .io.admixture import read_q
-    from .io.results import check_q_rows
-
-    Q = read_q(path)
-    check_q_rows(Q, path)
-    return Q
-
-
 def _mode_panels(prefix: Path, K: int, q_path: Path) -> list[tuple[np.ndarray, str]]:
     """A K's modes (``PREFIX.K.modes.tsv``) as panels named ``K=4 mode 2 (30%)``.
 
     The best run's mode is marked ``*``; without a modes table, the K's Q alone.
     """
     from .io.modes import mode_panels
-    from .io.results import check_q_rows
+    from .io.results import read_ancestry_q
 
     panels = []
     for mode, share, Q, path in mode_panels(prefix, K):
-        check_q_rows(Q, path)
         best = "*" if path.resolve() == q_path.resolve() else ""
         percent = "" if np.isnan(share) else f" ({100 * share:.0f}%)"
         panels.append((Q, f"K={K}\nmode {mode}{percent}{best}"))
-    return panels or [(_read_q(q_path), f"K={K}")]
+    return panels or [(read_ancestry_q(q_path), f"K={K}")]
 
 
 def _load_panels(Qs, Ks, *, modes: bool = False):
@@ -130,7 +119,7 @@ def _load_panels(Qs, Ks, *, modes: bool = False):
     given or found (each K's best run's), beside which the run's sample IDs
     may be recorded.
     """
-    from .io.results import find_runs
+    from .io.results import find_runs, read_ancestry_q
 
     if isinstance(Qs, (str, os.PathLike)) or (
         isinstance(Qs, np.ndarray) and Qs.ndim == 2
@@ -141,7 +130,7 @@ def _load_panels(Qs, Ks, *, modes: bool = False):
         if isinstance(item, (str, os.PathLike)):
             path = Path(item)
             if path.is_file():
-                panels.append((_read_q(path), path.name))
+                panels.append((read_ancestry_q(path), path.name))
                 q_paths.append(path)
                 continue
             runs = find_runs(path)
@@ -151,7 +140,8 @@ def _load_panels(Qs, Ks, *, modes: bool = False):
                 for K, q_path in runs:
                     panels.extend(_mode_panels(path, K, q_path))
             else:
-                panels.extend((_read_q(q_path), q_path.name) for _, q_path in runs)
+                panels.extend((read_ancestry_q(q_path), q_path.name)
+                              for _, q_path in runs)
             q_paths.extend(q_path for _, q_path in runs)
             continue
         Q = np.asarray(item, dtype=float)

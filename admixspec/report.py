@@ -151,16 +151,15 @@ def _run_info(K: int, q_path: Path) -> _RunInfo:
 def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
     from .io.admixture import output_path, read_q
     from .io.modes import mode_panels
-    from .io.results import check_q_rows, select_runs
+    from .io.results import read_ancestry_q, select_runs
 
     runs = select_runs(prefix, Ks)
     panels, infos = [], []
     for K, q_path in runs:
-        main_Q = read_q(q_path)
+        main_Q = read_ancestry_q(q_path)
         if main_Q.shape[1] != K:
             raise InputError(f"has {main_Q.shape[1]} columns, expected K = {K}",
                              path=q_path)
-        check_q_rows(main_Q, q_path)
         se_path = output_path(prefix, K, "Q_se")
         se = read_q(se_path) if se_path.is_file() else None
         if se is not None and se.shape != main_Q.shape:
@@ -169,7 +168,6 @@ def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
         modes = mode_panels(prefix, K)
         if modes:
             for mode, share, Q, path in modes:
-                check_q_rows(Q, path)
                 best = path.resolve() == q_path.resolve()
                 panels.append(_Panel(K, Q, path, mode, share, best,
                                      se if best else None))

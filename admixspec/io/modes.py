@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.exceptions import InputError
-from .admixture import format_matrix, output_path, read_q
+from .admixture import format_matrix, output_path
 from .common import write_all_or_none
+from .results import read_ancestry_q
 
 __all__ = [
     "MODES_COLUMNS",
@@ -248,7 +249,7 @@ def mode_panels(prefix, K: int) -> list[tuple[int, float, np.ndarray, Path]]:
         if not q_path.is_file():
             raise InputError(f"mode {row.mode}'s Q file {row.q_file} is missing",
                              path=tsv)
-        Q = read_q(q_path)
+        Q = read_ancestry_q(q_path)
         if Q.shape[1] != K:
             raise InputError(f"has {Q.shape[1]} columns, expected K = {K}", path=q_path)
         share = float(row.share) if not math.isnan(row.share) else math.nan

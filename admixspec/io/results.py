@@ -7,7 +7,7 @@
 * :func:`read_run_log` — log-likelihood and CV error from an ADMIXTURE-style
   ``PREFIX.K.log`` (or ADMIXTURE's own stdout log).
 * :func:`check_q_rows` — that a Q file's rows are proportions, summing to 1
-  (a ``.P`` file's rows do not).
+  (a ``.P`` file's rows do not); :func:`read_ancestry_q` reads and checks one.
 * :func:`read_run_record` — ``PREFIX.K.json``, checked: a JSON object whose
   fields have the types ``admixspec run`` writes.
 * :func:`recorded_sample_ids` — the sample IDs of a run's individuals, from
@@ -30,6 +30,7 @@ from ..core.exceptions import InputError
 __all__ = [
     "check_q_rows",
     "find_runs",
+    "read_ancestry_q",
     "read_population_labels",
     "read_run_log",
     "read_run_record",
@@ -279,6 +280,21 @@ def _id_sources(q_path: Path):
             yield Path(source)
             yield q_path.parent / source
     yield q_path.with_name(match.group("prefix") + ".fam")
+
+
+def read_ancestry_q(path) -> np.ndarray:
+    """Read a Q file (:func:`admixspec.io.admixture.read_q`) and check it is one.
+
+    Raises
+    ------
+    InputError
+        Unreadable, or a row that does not sum to 1 (:func:`check_q_rows`).
+    """
+    from .admixture import read_q
+
+    Q = read_q(path)
+    check_q_rows(Q, path)
+    return Q
 
 
 def check_q_rows(Q: np.ndarray, path) -> None:
