@@ -479,13 +479,15 @@ def read_run_log(path) -> dict:
 #: The fields of ``PREFIX.K.json`` that ``summary`` and ``report`` read, and
 #: what each must be where present and not null (null: unknown); other
 #: fields are not read. (Other tools' names for the same facts included.)
+_LOGLIK_KEYS = ("loglik", "loglikelihood", "log_likelihood")
+_CV_KEYS = ("cv_error", "cv")
+_SECONDS_KEYS = ("wall_time", "elapsed", "total_seconds", "seconds")
+_STAGES_KEYS = ("timings", "timing", "times", "stage_seconds")
 _RECORD_FIELDS = {
-    **dict.fromkeys(("loglik", "loglikelihood", "log_likelihood", "cv_error", "cv",
-                     "seconds", "wall_time", "elapsed", "total_seconds"), "a number"),
+    **dict.fromkeys(_LOGLIK_KEYS + _CV_KEYS + _SECONDS_KEYS, "a number"),
     **dict.fromkeys(("K", "n_iter", "n_individuals", "n_snps", "seed"), "an integer"),
     **dict.fromkeys(("path", "input", "command", "version"), "a string"),
-    **dict.fromkeys(("timings", "timing", "times", "stage_seconds", "diagnostics",
-                     "modes"), "an object"),
+    **dict.fromkeys(_STAGES_KEYS + ("diagnostics", "modes"), "an object"),
     "converged": "true or false",
     "filters": "an array",
 }
@@ -583,11 +585,17 @@ def read_run_record(path, *, K: int | None = None) -> dict:
     return record
 
 
+def _first_number(record: dict, keys) -> float | None:
+    """The first of ``keys`` the record holds (:func:`read_run_record` checked them)."""
+    return next((float(record[key]) for key in keys if record.get(key) is not None),
+                None)
+
+
 def _json_seconds(record: dict) -> float | None:
-    for key in ("wall_time", "elapsed", "total_seconds", "seconds"):
-        if isinstance(record.get(key), (int, float)):
-            return float(record[key])
-    for key in ("timings", "timing", "times", "stage_seconds"):
+    seconds = _first_number(record, _SECONDS_KEYS)
+    if seconds is not None:
+        return seconds
+    for key in _STAGES_KEYS:
         stages = record.get(key)
         if isinstance(stages, dict):
             if isinstance(stages.get("total"), (int, float)):
@@ -647,16 +655,10 @@ def summarize_runs(prefix, *, Ks=None):
         record = read_run_record(json_path, K=K) if json_path.exists() else {}
         loglik = info.get("loglik")
         if loglik is None:
-            for key in ("loglik", "loglikelihood", "log_likelihood"):
-                if isinstance(record.get(key), (int, float)):
-                    loglik = float(record[key])
-                    break
+            loglik = _first_number(record, _LOGLIK_KEYS)
         cv = info["cv_errors"].get(K)
         if cv is None:
-            for key in ("cv_error", "cv"):
-                if isinstance(record.get(key), (int, float)):
-                    cv = float(record[key])
-                    break
+            cv = _first_number(record, _CV_KEYS)
         seconds = _json_seconds(record)
         rows.append(
             {
