@@ -65,7 +65,6 @@ BLOCK_SIZE = 4096
 
 _BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
 _GZIP_MAGIC = b"\x1f\x8b"
-_BCF_MAGIC = b"BCF"
 
 
 def _htslib_region(chrom, start, end) -> str:
@@ -153,7 +152,7 @@ def _duplicate_sample_error(path: Path) -> InputError | None:
     """
     try:
         number, names = _sample_line(path)
-    except (OSError, EOFError, ValueError, zlib.error, struct.error):
+    except (OSError, EOFError, ValueError, zlib.error):
         return None  # the header is broken otherwise: htslib's message stands
     repeated = first_duplicate(names)
     if repeated is None:
@@ -164,8 +163,11 @@ def _duplicate_sample_error(path: Path) -> InputError | None:
                       "must be unique", path=path, line=number)
 
 
-def _sample_line(path: Path) -> tuple[int | None, list[str]]:
-    """The ``#CHROM`` line's number (None in a BCF) and its sample names.
+def _sample_line(path: Path) -> tuple[int, list[str]]:
+    """The ``#CHROM`` line's number and its sample names, in a (gzipped) VCF.
+
+    A BCF is not read: htslib's writers refuse a repeated sample name, so
+    one that has it is broken beyond this message.
 
     Raises
     ------
@@ -175,17 +177,12 @@ def _sample_line(path: Path) -> tuple[int | None, list[str]]:
     with open(path, "rb") as raw:
         compressed = raw.read(2) == _GZIP_MAGIC
     with (gzip.open(path, "rb") if compressed else open(path, "rb")) as handle:
-        if handle.read(3) == _BCF_MAGIC:  # then 2 version bytes and the text's size
-            handle.read(2)
-            (size,) = struct.unpack("<I", handle.read(4))
-            lines, first = handle.read(size).split(b"\n"), None
-        else:
-            handle.seek(0)
-            lines, first = handle, 1
-        for number, line in enumerate(lines, 1):
+        for number, line in enumerate(handle, 1):
             if line.startswith(b"#CHROM"):
-                names = line.decode("utf-8", "replace").rstrip("\r\n\0").split("\t")
-                return (number if first else None), names[9:]
+                fields = line.decode("utf-8", "replace").rstrip("\r\n").split("\t")
+                return number, fields[9:]
+            if not line.startswith(b"#"):
+                break
     raise ValueError("no #CHROM line")
 
 
