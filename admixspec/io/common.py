@@ -158,7 +158,7 @@ def first_duplicate(ids) -> tuple[int, int] | None:
     return first, second
 
 
-def check_unique_iids(iids, fids, path, skip: int = 0) -> None:
+def check_unique_iids(iids, fids, path) -> None:
     """Refuse a ``.fam``/``.psam`` that lists a sample twice (its FID and IID).
 
     PLINK names a sample by FID and IID, and family files often number their
@@ -173,9 +173,6 @@ def check_unique_iids(iids, fids, path, skip: int = 0) -> None:
         The family IDs (None: samples are named by IID alone).
     path : str or os.PathLike
         The ``.fam`` or ``.psam`` file, for the message.
-    skip : int
-        Header lines before the first record (they do not count as records,
-        but do as lines).
 
     Raises
     ------
@@ -187,7 +184,7 @@ def check_unique_iids(iids, fids, path, skip: int = 0) -> None:
     if repeated is None:
         return
     first, second = repeated
-    lines = [data_line(path, row, skip) for row in repeated]
+    lines = [data_line(path, row) for row in repeated]
     who = (f"sample ID (IID) {str(iids.iloc[second])!r}" if fids is None else
            f"sample {str(fids.iloc[second])!r} {str(iids.iloc[second])!r} (FID, IID)")
     raise InputError(f"{who} on lines {lines[0]} and {lines[1]}: each sample must be "

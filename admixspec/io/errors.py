@@ -132,32 +132,32 @@ def check_complete_rows(table, path, kind: str) -> None:
                          path=path)
 
 
-def data_line(path, record: int, skip: int = 0) -> int:
+def data_line(path, record: int) -> int:
     """The 1-based line number of data line ``record`` (0-based) of ``path``.
 
-    pandas skips blank lines, so a table's row index is not the line number.
-    Only called on the way to an error: it reads the file again.
+    pandas skips blank lines, and a ``.psam``'s header and ``##`` lines are not
+    records, so a table's row index is not the line number. Only called on
+    the way to an error: it reads the file again.
 
     Parameters
     ----------
     path : str or os.PathLike
     record : int
-        0-based index of the record among the data lines.
-    skip : int
-        Leading lines that are not data (a ``.psam``'s header lines).
+        0-based index of the record among the data lines: those neither blank
+        nor starting with ``#``.
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.psam"
     >>> _ = p.write_text("#IID\\na\\n\\nb\\n")
-    >>> data_line(p, 1, skip=1)
+    >>> data_line(p, 1)
     4
     """
     with open(path, "rb") as handle:
-        lines = enumerate(handle, 1)
-        data_lines = (number for number, line in lines if number > skip and line.strip())
+        data_lines = (number for number, line in enumerate(handle, 1)
+                      if line.strip() and not line.startswith(b"#"))
         for index, number in enumerate(data_lines):
             if index == record:
                 return number
-    return skip + record + 1
+    return record + 1

@@ -133,9 +133,7 @@ def read_psam(path) -> pd.DataFrame:
     table = _read_plink2_table(Path(path), ".psam", _FAM_COLUMNS)
     if "IID" not in table:
         raise InputError("no IID column in the .psam header", path=path)
-    n_meta, header = _count_meta_lines(Path(path))  # the header only: cheap
-    check_unique_iids(table["IID"], table.get("FID"), path,
-                      skip=n_meta + (header is not None))
+    check_unique_iids(table["IID"], table.get("FID"), path)
     return table
 
 
