@@ -64,19 +64,11 @@ class AdmixtureResult(FitResult):
             "diagnostics": self.diagnostics,
         }
         if self.cv is not None:
-            # a fold with no entry has no error: null, as strict JSON allows
-            record["cv_error"] = _finite_or_none(self.cv.error)
-            record["cv_fold_errors"] = [_finite_or_none(error)
-                                        for error in self.cv.fold_errors]
+            record["cv_error"] = float(self.cv.error)
+            record["cv_fold_errors"] = self.cv.fold_errors.tolist()
         if self.modes is not None:
             record["modes"] = self.modes.record()
         return record
-
-
-def _finite_or_none(value) -> float | None:
-    """``value`` as a float, or None (JSON's null) where it is NaN or infinite."""
-    value = float(value)
-    return value if np.isfinite(value) else None
 
 
 class FitLog:
