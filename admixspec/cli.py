@@ -1024,23 +1024,28 @@ def _add_plot_parser(subparsers) -> None:
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    """``admixspec plot``: one call to :func:`admixspec.plot_ancestry`."""
-    from .plot import plot_ancestry, plot_cv
+    """``admixspec plot``: :func:`admixspec.plot_ancestry` (and ``plot_cv``)."""
+    from .plot import figure_format, plot_ancestry, plot_cv, save_figure
 
-    # Both figures or neither, as run writes a K's files: the CV figure first
-    # (a run without --cv fails here, before the ancestry figure exists), and
-    # removed again if the ancestry figure then fails.
-    if args.cv_out:
-        plot_cv(args.inputs, out=args.cv_out)
+    # Both figures or neither, as run writes a K's files: both are named and
+    # drawn before either is written (a run without --cv, or a -K it lacks,
+    # writes nothing), and the CV figure is removed again if the ancestry
+    # figure then fails to be written.
+    for out in filter(None, (args.out, args.cv_out)):
+        figure_format(out)
+    cv = plot_cv(args.inputs) if args.cv_out else None
+    bars = plot_ancestry(
+        args.inputs, labels=args.labels, sample_ids=args.ids,
+        population_order=args.population_order, Ks=_flat(args.K),
+        align=not args.no_align, title=args.title, width=args.width,
+        panel_height=args.panel_height, dpi=args.dpi, modes=args.modes,
+    )
+    if cv is not None:
+        save_figure(cv, args.cv_out, dpi=cv.dpi)
     try:
-        plot_ancestry(
-            args.inputs, labels=args.labels, sample_ids=args.ids,
-            population_order=args.population_order, Ks=_flat(args.K),
-            align=not args.no_align, out=args.out, title=args.title, width=args.width,
-            panel_height=args.panel_height, dpi=args.dpi, modes=args.modes,
-        )
+        save_figure(bars, args.out, dpi=args.dpi)
     except BaseException:
-        if args.cv_out:
+        if cv is not None:
             Path(args.cv_out).unlink(missing_ok=True)
         raise
     return 0

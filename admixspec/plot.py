@@ -119,7 +119,7 @@ def _load_panels(Qs, Ks, *, modes: bool = False):
     given or found (each K's best run's), beside which the run's sample IDs
     may be recorded.
     """
-    from .io.results import find_runs, read_ancestry_q
+    from .io.results import find_runs, k_values, read_ancestry_q
 
     if isinstance(Qs, (str, os.PathLike)) or (
         isinstance(Qs, np.ndarray) and Qs.ndim == 2
@@ -151,16 +151,15 @@ def _load_panels(Qs, Ks, *, modes: bool = False):
     if not panels:
         raise UsageError("no Q matrix to plot")
     if Ks is not None:
+        wanted = {int(K) for K in Ks}
+        if not wanted:
+            raise UsageError("Ks is empty: give at least one K, or None for every K")
         found = {Q.shape[1] for Q, _ in panels}
-        panels = [p for p in panels if p[0].shape[1] in {int(K) for K in Ks}]
-        if not panels:  # say which K there are, not that nothing is there
-            raise UsageError(f"no Q matrix with K = {_k_text(Ks)} to plot (found "
-                             f"K = {_k_text(found)} in {_inputs_text(Qs)})")
+        if missing := wanted - found:  # a K asked for is never dropped silently
+            raise InputError(f"no Q matrix with K = {k_values(missing)} to plot (found "
+                             f"K = {k_values(found)} in {_inputs_text(Qs)})")
+        panels = [p for p in panels if p[0].shape[1] in wanted]
     return panels, q_paths
-
-
-def _k_text(Ks) -> str:
-    return ", ".join(map(str, sorted({int(K) for K in Ks})))
 
 
 def _inputs_text(Qs) -> str:
@@ -227,7 +226,8 @@ def _check_panel_inputs(loaded, q_paths, labels, sample_ids, out):
             sample_ids = recorded_sample_ids(q_paths, n)
         labels = read_population_labels(labels_file, sample_ids=sample_ids)
     check_count(labels, "labels", labels_file, n, first)
-    _check_format(out)
+    if out is not None:
+        figure_format(out)
     return labels
 
 
@@ -264,11 +264,68 @@ def check_count(values, what: str, path, n: int, q_name: str) -> None:
     raise InputError(message, path=path)
 
 
-def _check_format(out) -> None:
-    if out is not None and Path(out).suffix.lower() not in _FORMATS:
+def figure_format(out) -> str:
+    """The format of a figure file, from its extension.
+
+    Parameters
+    ----------
+    out : str or os.PathLike
+        The figure's file name.
+
+    Returns
+    -------
+    str
+        ``"png"``, ``"pdf"`` or ``"svg"``, in lower case.
+
+    Raises
+    ------
+    UsageError
+        Any other extension.
+
+    Examples
+    --------
+    >>> figure_format("bars.PDF")
+    'pdf'
+    """
+    suffix = Path(out).suffix.lower()
+    if suffix not in _FORMATS:
         raise UsageError(
             f"cannot tell the figure format from {str(out)!r}: use .png, .pdf or .svg"
         )
+    return suffix[1:]
+
+
+def save_figure(fig, out, *, dpi: float) -> None:
+    """Write a figure atomically, in the format its extension names.
+
+    The figure goes to a temporary file beside ``out`` that replaces it only
+    when complete (:func:`admixspec.io.common.atomic_write`): an error or an
+    interrupt while drawing leaves no partial ``out`` and an existing one as
+    it was.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, e.g. from :func:`plot_ancestry` or :func:`plot_cv`.
+    out : str or os.PathLike
+        The file to write: ``.png``, ``.pdf`` or ``.svg``
+        (:func:`figure_format`).
+    dpi : float
+        Resolution of a PNG, in pixels per inch.
+
+    Raises
+    ------
+    UsageError
+        An unsupported extension (nothing is written).
+    OSError
+        A failed write, naming ``out``.
+    """
+    from .io.common import atomic_write
+
+    kind = figure_format(out)  # a file object has no extension to go by
+    with atomic_write(out, "wb") as handle:
+        fig.savefig(handle, format=kind, dpi=dpi)
+    logger.info("wrote %s", out)
 
 
 def _aligned_panels(loaded, *, align, names, modes=False):
@@ -454,7 +511,7 @@ def plot_ancestry(
         Left-to-right order of populations; unlisted ones follow in order of
         first appearance (the default order).
     Ks : sequence of int, optional
-        Keep only the panels with these K.
+        Keep only the panels with these K; each must be among the inputs'.
     names : sequence of str, optional
         Panel names, one per Q, in input order (default ``K=<K>``, plus the
         file name when two panels share a K).
@@ -474,8 +531,9 @@ def plot_ancestry(
         then leave the user's figure alone and ``title`` goes on the top axes.
         Default: a new figure.
     out : str or os.PathLike, optional
-        Write the figure here; the format follows the extension (``.png``,
-        ``.pdf`` or ``.svg``).
+        Write the figure here, atomically (an error or interrupt while
+        writing leaves an existing file as it was); the format follows the
+        extension (``.png``, ``.pdf`` or ``.svg``).
     title : str, optional
         Figure title.
     width, panel_height : float
@@ -506,13 +564,14 @@ def plot_ancestry(
     UsageError
         Inconsistent shapes, unknown populations in ``population_order``, a
         number of axes other than the number of panels, an unsupported
-        output extension, a size or resolution that is not positive, or a
-        figure over :data:`MAX_PIXELS` pixels a side.
+        output extension, a size or resolution that is not positive, an
+        empty ``Ks``, or a figure over :data:`MAX_PIXELS` pixels a side.
     InputError
         An unreadable Q file, one whose rows do not sum to 1
         (:func:`admixspec.io.results.check_q_rows`), a label table
-        without sample IDs to look it up by, or a label or ID file with
-        another count than Q's rows (naming it and the Q file).
+        without sample IDs to look it up by, a label or ID file with
+        another count than Q's rows (naming it and the Q file), or a K of
+        ``Ks`` that no input has (naming it and the K there are).
 
     Examples
     --------
@@ -550,8 +609,7 @@ def plot_ancestry(
     fig.admixspec_permutations = perms
     fig.admixspec_order = order
     if out is not None:
-        fig.savefig(out, dpi=dpi)
-        logger.info("wrote %s", out)
+        save_figure(fig, out, dpi=dpi)
     return fig
 
 
@@ -570,7 +628,7 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
         logs) containing ``CV error (K=k): value`` lines, or ``PREFIX.K.Q``
         paths or run prefixes (for the ``PREFIX.K.log`` beside each Q).
     out : str or os.PathLike, optional
-        Output file (``.png``, ``.pdf`` or ``.svg``).
+        Output file (``.png``, ``.pdf`` or ``.svg``), written atomically.
     title : str, optional
         Axes title.
     dpi : float
@@ -599,7 +657,8 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
 
     from .io.results import find_runs, read_run_log
 
-    _check_format(out)
+    if out is not None:
+        figure_format(out)
     _check_pixels(*_CV_SIZE, dpi)
     if isinstance(results, (str, os.PathLike)):
         results = [results]
@@ -639,6 +698,5 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
     ax.grid(alpha=0.3)
     fig.tight_layout()
     if out is not None:
-        fig.savefig(out, dpi=dpi)
-        logger.info("wrote %s", out)
+        save_figure(fig, out, dpi=dpi)
     return fig

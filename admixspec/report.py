@@ -729,7 +729,7 @@ def write_report(prefix, out, *, labels=None, sample_ids=None, population_order=
     population_order : sequence of str, optional
         Left-to-right order of populations.
     Ks : sequence of int, optional
-        Only these K.
+        Only these K; each must have its ``PREFIX.K.Q``.
     title : str, optional
         Page title.
     command : str, optional
@@ -748,11 +748,11 @@ def write_report(prefix, out, *, labels=None, sample_ids=None, population_order=
         a ``PREFIX.K.json`` that is not a run record
         (:func:`admixspec.io.results.read_run_record`), a label table
         without sample IDs to look it up by, a label or ID file with
-        another count than Q's rows, or ``Ks`` none of which was run
+        another count than Q's rows, or a K of ``Ks`` that was not run
         (saying which were).
     UsageError
-        Bokeh missing, labels/IDs given of the wrong length, or an ``out``
-        not named ``.html``/``.htm``.
+        Bokeh missing, labels/IDs given of the wrong length, an empty
+        ``Ks``, or an ``out`` not named ``.html``/``.htm``.
 
     Examples
     --------

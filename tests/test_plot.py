@@ -531,6 +531,60 @@ class TestLabelsById:
         assert err.count("\n") == 1 and "(--ids)" in err
 
 
+class TestAtomicFigures:
+    """A figure is written whole or not at all: an error or Ctrl-C mid-write keeps
+    the old file and leaves no temporary one."""
+
+    @staticmethod
+    def _failing_savefig(monkeypatch, error):
+        from matplotlib.figure import Figure
+
+        def savefig(self, fname, **kwargs):
+            fname.write(b"half a figure")
+            raise error
+
+        monkeypatch.setattr(Figure, "savefig", savefig)
+
+    @pytest.mark.parametrize("draw", ["ancestry", "cv"])
+    @pytest.mark.parametrize("error", [RuntimeError("renderer failed"),
+                                       KeyboardInterrupt()])
+    def test_plot__a_failing_write_keeps_the_old_file_and_leaves_no_temporary(
+        self, draw, error, tmp_path, monkeypatch
+    ):
+        out = tmp_path / "figure.png"
+        out.write_bytes(b"the old figure")
+        self._failing_savefig(monkeypatch, error)
+        with pytest.raises(type(error)):
+            if draw == "ancestry":
+                plot_ancestry(_nested_truth()[3], out=out)
+            else:
+                plot_cv({2: 0.6, 3: 0.5}, out=out)
+        assert out.read_bytes() == b"the old figure"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png"]
+
+    def test_plot_command__interrupted_leaves_no_figure_and_no_temporary(
+        self, tmp_path, monkeypatch, capsys
+    ):
+        from admixspec.cli import main
+
+        prefix = TestPlotCommand._run_files(self, tmp_path)
+        before = sorted(p.name for p in tmp_path.iterdir())
+        self._failing_savefig(monkeypatch, KeyboardInterrupt())
+        assert main(["plot", str(prefix), "-o", str(tmp_path / "p.svg")]) == 130
+        assert capsys.readouterr().err == "admixspec: interrupted\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+    @pytest.mark.parametrize("suffix", [".png", ".PDF", ".svg"])
+    def test_plot__the_format_follows_the_extension(self, suffix, tmp_path):
+        magic = {".png": b"\x89PNG", ".pdf": b"%PDF", ".svg": b"<?xml"}
+        for draw, out in [(plot_ancestry, tmp_path / f"bars{suffix}"),
+                          (plot_cv, tmp_path / f"cv{suffix}")]:
+            draw(_nested_truth()[3] if draw is plot_ancestry else {2: 0.6, 3: 0.5},
+                 out=out)
+            assert out.read_bytes().startswith(magic[suffix.lower()])
+        assert len(list(tmp_path.iterdir())) == 2
+
+
 class TestMessagesNameTheFiles:
     """A count that does not fit, or a K not run, says which file and which K."""
 
@@ -553,9 +607,73 @@ class TestMessagesNameTheFiles:
                                                                    capsys):
         prefix = self._run_files(tmp_path)
         argv = ["plot", prefix, "-K", "6", "7", "-o", tmp_path / "p.png"]
-        assert self._error(argv, capsys, 2) == (
-            "admixspec: error: no Q matrix with K = 6, 7 to plot (found K = 2, 3, 4 "
+        assert self._error(argv, capsys, 1) == (
+            "admixspec: error: no Q matrix with K = 6, 7 to plot (found K = 2-4 "
             f"in {prefix})")
+        assert not (tmp_path / "p.png").exists()
+
+    @pytest.mark.parametrize("subcommand", ["plot", "summary", "report"])
+    def test_missing_K__is_a_data_error_exit_1_in_every_command(
+        self, subcommand, tmp_path, capsys
+    ):
+        if subcommand == "report":
+            pytest.importorskip("bokeh",
+                                reason="the report needs Bokeh (admixspec[report])")
+        prefix = self._run_files(tmp_path)
+        out = {"plot": ["-o", tmp_path / "p.png"], "summary": [],
+               "report": ["-o", tmp_path / "r.html"]}[subcommand]
+        line = self._error([subcommand, prefix, "-K", "9", *out], capsys, 1)
+        assert "K = 9" in line or f"{prefix}.9.Q" in line
+        assert line.endswith(f"(found K = 2-4 in {prefix})" if subcommand == "plot"
+                             else f"(found K = 2-4 for {prefix})")
+        assert not (tmp_path / "p.png").exists() and not (tmp_path / "r.html").exists()
+
+    def test_plot_command__a_K_missing_beside_ones_found_is_refused_not_dropped(
+        self, tmp_path, capsys
+    ):
+        prefix = self._run_files(tmp_path)
+        argv = ["plot", prefix, "-K", "3", "6-8", "-o", tmp_path / "p.png", "--cv-out",
+                tmp_path / "cv.png"]
+        assert self._error(argv, capsys, 1) == (
+            "admixspec: error: no Q matrix with K = 6-8 to plot (found K = 2-4 "
+            f"in {prefix})")
+        assert not (tmp_path / "p.png").exists() and not (tmp_path / "cv.png").exists()
+
+    def test_plot_command__a_K_missing_from_q_files_names_them(self, tmp_path, capsys):
+        prefix = self._run_files(tmp_path)
+        files = [f"{prefix}.2.Q", f"{prefix}.3.Q"]
+        argv = ["plot", *files, "-K", "2", "4", "-o", tmp_path / "p.png"]
+        assert self._error(argv, capsys, 1) == (
+            "admixspec: error: no Q matrix with K = 4 to plot (found K = 2, 3 in "
+            f"{files[0]}, {files[1]})")
+
+    def test_summary_command__a_K_missing_beside_ones_found_is_refused_not_dropped(
+        self, tmp_path, capsys
+    ):
+        prefix = self._run_files(tmp_path)
+        assert self._error(["summary", prefix, "-K", "3", "7"], capsys, 1) == (
+            f"admixspec: error: no {prefix}.7.Q (found K = 2-4 for {prefix})")
+        argv = ["summary", prefix, "-K", "2-9", "-o", tmp_path / "s.tsv"]
+        assert self._error(argv, capsys, 1) == (
+            f"admixspec: error: no {prefix}.K.Q for K = 5-9 (found K = 2-4 for "
+            f"{prefix})")
+        assert not (tmp_path / "s.tsv").exists()
+
+    def test_plot_ancestry__a_K_no_input_has_is_an_input_error(self):
+        truth = _nested_truth(n=8)
+        with pytest.raises(InputError, match=r"^no Q matrix with K = 5 to plot \(found "
+                           r"K = 2, 3 in Q #0, Q #1\)$"):
+            plot_ancestry([truth[2], truth[3]], Ks=[2, 5])
+        with pytest.raises(UsageError, match="Ks is empty"):
+            plot_ancestry([truth[2], truth[3]], Ks=[])
+
+    def test_summarize_runs__a_K_not_run_is_an_input_error(self, tmp_path):
+        prefix = self._run_files(tmp_path)
+        with pytest.raises(InputError, match=r"run\.K\.Q for K = 5, 7 \(found K = 2-4"):
+            summarize_runs(prefix, Ks=[2, 5, 7])
+        with pytest.raises(UsageError, match="Ks is empty"):
+            summarize_runs(prefix, Ks=[])
+        assert summarize_runs(prefix, Ks=[4, 2])["K"].tolist() == [2, 4]
 
     def test_plot_command__a_label_file_of_another_length_names_it_and_the_q(
         self, tmp_path, capsys

@@ -462,6 +462,21 @@ class TestReportCommand:
         assert capsys.readouterr().err.splitlines() == [
             f"admixspec: error: no {prefix}.7.Q (found K = 2, 3 for {prefix})"]
 
+    def test_main_report__a_K_missing_beside_ones_run_is_refused_not_dropped(
+        self, run_fixture, tmp_path, capsys
+    ):
+        from admixspec.cli import main
+
+        prefix, _, _, _ = run_fixture
+        out = tmp_path / "x.html"
+        assert main(["report", str(prefix), "-K", "3", "5-7", "-o", str(out)]) == 1
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec: error: no {prefix}.K.Q for K = 5-7 (found K = 2, 3 for "
+            f"{prefix})"]
+        assert not out.exists()
+        with pytest.raises(InputError, match=r"run\.4\.Q \(found K = 2, 3 for "):
+            report_html(prefix, Ks=[2, 4])
+
     @pytest.mark.parametrize(("flag", "what"), [("--labels", "labels"),
                                                 ("--ids", "sample IDs")])
     def test_main_report__a_file_of_another_length_names_it_and_the_q(

@@ -183,6 +183,24 @@ class TestRunCommand:
         assert main(["plot", str(cli_runs_fixture), "--modes", "-o",
                      str(tmp_path / "modes.png"), "-q"]) == 0
 
+    @pytest.mark.parametrize("subcommand", ["plot", "report"])
+    def test_modes_of_a_K_not_run__one_line_data_error(self, subcommand,
+                                                       cli_runs_fixture, tmp_path,
+                                                       capsys):
+        if subcommand == "report":
+            pytest.importorskip("bokeh",
+                                reason="the report needs Bokeh (admixspec[report])")
+        prefix = cli_runs_fixture
+        modes = ["--modes"] if subcommand == "plot" else []
+        out = tmp_path / ("modes.png" if subcommand == "plot" else "modes.html")
+        assert main([subcommand, str(prefix), *modes, "-K", "2", "3", "-o",
+                     str(out)]) == 1
+        missing = ("no Q matrix with K = 3 to plot (found K = 2 in" if modes
+                   else f"no {prefix}.3.Q (found K = 2 for")
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec: error: {missing} {prefix})"]
+        assert not out.exists()
+
     def test_projection_with_runs__one_line_usage_error(self, cli_runs_fixture, tmp_path,
                                                          capsys):
         status = main(["run", BED, "-K", "2", "--runs", "2", "--project",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.exceptions import InputError
+from ..core.exceptions import InputError, UsageError
 
 __all__ = [
     "check_q_rows",
@@ -380,8 +380,8 @@ def select_runs(prefix, Ks=None) -> list[tuple[int, Path]]:
     prefix : str or os.PathLike
         The run's ``--out`` prefix.
     Ks : sequence of int, optional
-        Only these K (default: every ``PREFIX.K.Q`` found); those without a
-        file are left out.
+        Only these K (default: every ``PREFIX.K.Q`` found); each must have
+        its file.
 
     Returns
     -------
@@ -391,7 +391,10 @@ def select_runs(prefix, Ks=None) -> list[tuple[int, Path]]:
     Raises
     ------
     InputError
-        When none is found: for ``Ks``, saying which K exist instead.
+        When no ``PREFIX.K.Q`` is found, or a K of ``Ks`` has none (naming
+        the missing K and the K that exist).
+    UsageError
+        When ``Ks`` is empty.
 
     Examples
     --------
@@ -399,9 +402,9 @@ def select_runs(prefix, Ks=None) -> list[tuple[int, Path]]:
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> for K in (2, 3):
     ...     _ = (d / f"r.{K}.Q").write_text("0.5 0.5\\n")
-    >>> [K for K, _ in select_runs(d / "r", Ks=[3, 4])]
+    >>> [K for K, _ in select_runs(d / "r", Ks=[3])]
     [3]
-    >>> select_runs(d / "r", Ks=[7])  # doctest: +ELLIPSIS
+    >>> select_runs(d / "r", Ks=[3, 7])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     admixspec.core.exceptions.InputError: no .../r.7.Q (found K = 2, 3 for .../r)
@@ -411,20 +414,37 @@ def select_runs(prefix, Ks=None) -> list[tuple[int, Path]]:
         raise InputError("no PREFIX.K.Q files found", path=f"{prefix}.*.Q")
     if Ks is None:
         return runs
-    wanted = sorted({int(K) for K in Ks})
-    chosen = [(K, path) for K, path in runs if K in wanted]
-    if not chosen:
+    wanted = {int(K) for K in Ks}
+    if not wanted:
+        raise UsageError("Ks is empty: give at least one K, or None for every K")
+    found = {K for K, _ in runs}
+    missing = sorted(wanted - found)
+    if missing:
         # the run exists: say which K it has, not that nothing is there
-        asked = (f"{prefix}.{wanted[0]}.Q" if len(wanted) == 1
-                 else f"{prefix}.K.Q for K = {_k_values(wanted)}")
-        raise InputError(f"no {asked} (found K = {_k_values(K for K, _ in runs)} "
-                         f"for {prefix})")
-    return chosen
+        asked = (f"{prefix}.{missing[0]}.Q" if len(missing) == 1
+                 else f"{prefix}.K.Q for K = {k_values(missing)}")
+        raise InputError(f"no {asked} (found K = {k_values(found)} for {prefix})")
+    return [(K, path) for K, path in runs if K in wanted]
 
 
-def _k_values(Ks) -> str:
-    """K values for a message: ``2, 3`` or, for a run of three or more, ``2-6``."""
-    Ks = sorted(Ks)
+def k_values(Ks) -> str:
+    """K values for a message, in increasing order, each once.
+
+    Parameters
+    ----------
+    Ks : iterable of int
+
+    Returns
+    -------
+    str
+        ``2, 3`` or, for a run of three or more consecutive K, ``2-6``.
+
+    Examples
+    --------
+    >>> k_values([7, 2, 3, 4, 9, 3])
+    '2-4, 7, 9'
+    """
+    Ks = sorted({int(K) for K in Ks})
     parts, start = [], 0
     for end in range(1, len(Ks) + 1):
         if end == len(Ks) or Ks[end] != Ks[end - 1] + 1:
@@ -617,7 +637,8 @@ def summarize_runs(prefix, *, Ks=None):
     prefix : str or os.PathLike
         The run's ``--out`` prefix.
     Ks : sequence of int, optional
-        Only these K (default: every ``PREFIX.K.Q`` found).
+        Only these K (default: every ``PREFIX.K.Q`` found); each must have
+        its file.
 
     Returns
     -------
@@ -629,8 +650,8 @@ def summarize_runs(prefix, *, Ks=None):
     Raises
     ------
     InputError
-        When no ``PREFIX.K.Q`` exists (of the ``Ks``, where given:
-        :func:`select_runs`).
+        When no ``PREFIX.K.Q`` exists, or a K of ``Ks`` has none
+        (:func:`select_runs`).
 
     Examples
     --------
