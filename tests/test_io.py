@@ -38,6 +38,8 @@ from admixspec.io import (
 )
 from admixspec.io.common import sample_rows, write_all_or_none
 from admixspec.io.reader import open_streamed
+from admixspec.io.results import read_sample_ids
+from admixspec.io.vcf import read_vcf_samples
 
 from .conftest import failing_on_call
 
@@ -425,15 +427,19 @@ class TestBadVcf:
                                r"no variants \(the file's chromosomes: 1\)$"):
                 read_vcf(path, region="chr1")
 
+    @pytest.mark.parametrize("reader", [read_vcf, read_genotypes, read_vcf_samples,
+                                        read_sample_ids])
     @pytest.mark.parametrize("compress", [False, True])
-    def test_read_vcf__duplicate_sample_name_is_named(self, tmp_path, compress):
+    def test_vcf_sample_readers__duplicate_sample_name_is_named(self, tmp_path,
+                                                                compress, reader):
         text = HEADER.replace("\tc\td\te", "\tc\ta\te") + RECORDS[0] + "\n"
         path = tmp_path / ("dup.vcf.gz" if compress else "dup.vcf")
         path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
         # htslib refuses the header with only "cannot parse VCF header"
-        with pytest.raises(InputError, match=r"dup\.vcf(\.gz)?:5: sample 'a' is named "
-                           r"twice in the #CHROM header line \(columns 10 and 13\)"):
-            read_vcf(path)
+        with pytest.raises(InputError, match=r"^\S*dup\.vcf(\.gz)?:5: sample 'a' is "
+                           r"named twice in the #CHROM header line \(columns 10 and "
+                           r"13\); sample names must be unique$"):
+            reader(path)
 
     def test_bad_region_is_a_usage_error(self):
         with pytest.raises(UsageError, match="invalid region"):

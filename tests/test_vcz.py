@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -143,6 +144,57 @@ class TestBadStore:
         assert capsys.readouterr().err.splitlines() == [
             f"admixspec: error: {tmp_path / 'none.vcz'}: file not found"
         ]
+
+
+class TestBadCalls:
+    """A call the VCF reader would refuse is refused in the store it converts to."""
+
+    @pytest.fixture
+    def bad_store_fixture(self, example_vcz_fixture, tmp_path):
+        import zarr
+
+        path = shutil.copytree(example_vcz_fixture, tmp_path / "bad.vcz")
+
+        def spoil(value, variants=(4321,)):
+            calls = zarr.open_group(str(path), mode="r+")["call_genotype"]
+            for variant in variants:
+                calls[variant, 17, 1] = value
+            return path
+
+        return spoil
+
+    @staticmethod
+    def site(store, variant: int) -> str:
+        import zarr
+
+        group = zarr.open_group(str(store), mode="r")
+        contig = str(group["contig_id"][int(group["variant_contig"][variant])])
+        return (f"{contig}:{int(group['variant_position'][variant])} "
+                f"({group['variant_id'][variant]})")
+
+    @pytest.mark.parametrize(("value", "message"), [
+        (3, "has call_genotype allele index 3, but the site has 1 ALT allele"),
+        (-3, r"has call_genotype value -3 \(not an allele index, -1 missing or -2 "
+             r"fill\)"),
+    ], ids=["beyond_alt", "negative"])
+    @pytest.mark.parametrize("reader", ["read_vcz", "read_genotypes", "open_streamed"])
+    def test_read_vcz__call_beyond_the_alleles_names_the_first_variant(
+            self, bad_store_fixture, value, message, reader):
+        store = bad_store_fixture(value, variants=(8765, 4321))
+        site = re.escape(self.site(store, 4321))
+        expected = rf"^\S*bad\.vcz: variant {site} {message}$"
+        with pytest.raises(InputError, match=expected):
+            if reader == "open_streamed":
+                open_streamed(store, memory_bytes=200_000).chunks.read()
+            else:
+                {"read_vcz": read_vcz, "read_genotypes": read_genotypes}[reader](store)
+
+    def test_read_vcz__call_beyond_the_alleles_of_a_dropped_sample_is_not_read(
+            self, bad_store_fixture):
+        store = bad_store_fixture(3)
+        samples = read_vcf(EXAMPLE_VCF).samples
+        keep = np.delete(samples, 17).tolist()
+        assert read_vcz(store, samples=keep).n_snps == 10_000
 
 
 class TestRunFromVcz:

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.exceptions import InputError, UsageError
+from .vcf import read_vcf_samples
 
 __all__ = [
     "check_q_rows",
@@ -184,6 +185,12 @@ def read_sample_ids(path) -> np.ndarray:
     -------
     numpy.ndarray of str, shape (n_individuals,)
 
+    Raises
+    ------
+    InputError
+        A missing or unreadable file; a VCF whose header names a sample twice
+        (:func:`admixspec.io.vcf.read_vcf_samples`).
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -198,17 +205,7 @@ def read_sample_ids(path) -> np.ndarray:
         path = path.with_suffix(".fam")
         name = path.name.lower()
     if name.endswith((".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")):
-        if not path.is_file():
-            raise InputError("file not found", path=path)
-        from cyvcf2 import VCF
-
-        try:
-            vcf = VCF(str(path))
-        except (OSError, ValueError) as err:
-            raise InputError(f"cannot read VCF header ({err})", path=path) from None
-        samples = np.array(vcf.samples, dtype=str)
-        vcf.close()
-        return samples
+        return read_vcf_samples(path)
     lines = _read_lines(path)
     if name.endswith(".fam"):
         fields = [line.split() for line in lines]

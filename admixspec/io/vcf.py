@@ -56,7 +56,7 @@ from .common import (
     temporary_beside,
 )
 
-__all__ = ["BgzfWriter", "read_vcf", "write_vcf"]
+__all__ = ["BgzfWriter", "read_vcf", "read_vcf_samples", "write_vcf"]
 
 logger = logging.getLogger("admixspec")
 
@@ -187,6 +187,38 @@ def _sample_line(path: Path) -> tuple[int, list[str]]:
 
 
 # --------------------------------------------------------------------------- reading
+
+
+def read_vcf_samples(path) -> np.ndarray:
+    """The sample IDs of a VCF, VCF.gz or BCF header, in column order.
+
+    Only the header is read. Every reader of a VCF's samples goes through
+    here or :func:`read_vcf`, so all refuse the same files with the same
+    message.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    numpy.ndarray of str, shape (n_samples,)
+
+    Raises
+    ------
+    InputError
+        Missing or unparsable file, or a sample the ``#CHROM`` line names
+        twice (``<path>:<line>: sample 's1' is named twice ...``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("file not found", path=path)
+    with _quiet_htslib():
+        vcf = _open_vcf(path)
+    try:
+        return np.array(vcf.samples, dtype=str)
+    finally:
+        vcf.close()
 
 
 def read_vcf(

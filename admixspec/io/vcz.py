@@ -11,8 +11,10 @@ The reading rules are the VCF reader's (:mod:`admixspec.io.vcf`), so a
 ``.vcz`` and the VCF it came from give the same matrix: REF is the counted
 allele; only biallelic SNPs are kept (a site without ALT is kept as a
 monomorphic site with other allele ``0``); haploid calls read as
-homozygous, half calls and ploidy above 2 as missing. The genotypes are
-decoded one variant chunk at a time, all samples at once, into the int8
+homozygous, half calls and ploidy above 2 as missing; a call of a kept
+variant with an allele index beyond its ALT alleles (or a negative value
+other than ``-1`` and ``-2``) is refused, naming the variant. The genotypes
+are decoded one variant chunk at a time, all samples at once, into the int8
 matrix, so the memory beyond the result is one chunk's calls.
 """
 
@@ -152,6 +154,35 @@ def _contigs_and_positions(store) -> tuple[np.ndarray, np.ndarray]:
     return chrom, np.asarray(store["variant_position"][...], dtype=np.int64)
 
 
+def _alt_counts(alleles: np.ndarray) -> np.ndarray:
+    """ALT alleles of each variant (0 for a site without ALT), int16, (n_variants,).
+
+    ``alleles`` is ``variant_allele`` as read by :func:`_strings`.
+    """
+    return np.count_nonzero(alleles[:, 1:] != "", axis=1).astype(np.int16)
+
+
+def _bad_call_error(path: Path, variant: int, values: np.ndarray,
+                    n_alt: int) -> InputError:
+    """The error for store variant ``variant``, whose calls ``values`` hold a bad value.
+
+    Only that variant's contig, position and ID are read from the store.
+    """
+    store = _open_store(path)
+    contig = _strings(store["contig_id"])[int(store["variant_contig"][variant])]
+    site = f"{contig}:{int(store['variant_position'][variant])}"
+    if "variant_id" in store:
+        name = str(_strings(store["variant_id"][variant : variant + 1])[0])
+        if name not in ("", "."):
+            site += f" ({name})"
+    if int(values.max()) > n_alt:
+        alleles = "1 ALT allele" if n_alt == 1 else f"{n_alt} ALT alleles"
+        return InputError(f"variant {site} has call_genotype allele index "
+                          f"{int(values.max())}, but the site has {alleles}", path=path)
+    return InputError(f"variant {site} has call_genotype value {int(values.min())} "
+                      "(not an allele index, -1 missing or -2 fill)", path=path)
+
+
 def _variant_table(store, columns, alleles, chrom, positions) -> pd.DataFrame:
     if "variant_id" in store:
         ids = _strings(store["variant_id"])[columns]
@@ -170,18 +201,36 @@ def _variant_table(store, columns, alleles, chrom, positions) -> pd.DataFrame:
     )
 
 
-def _decode_calls(block: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _decode_calls(block: np.ndarray, counts: np.ndarray, variants: np.ndarray,
+                  n_alt: np.ndarray, path: Path) -> np.ndarray:
     """REF dosage (variants, samples) of ``call_genotype`` rows ``block``.
 
-    ``block`` is (variants, samples, ploidy); ``counts`` accumulates the
-    haploid, half and polyploid call counts (in place).
+    ``block`` is (variants, samples, ploidy), the calls of store variants
+    ``variants``; ``n_alt`` is each store variant's ALT alleles
+    (:func:`_alt_counts`); ``counts`` accumulates the haploid, half and
+    polyploid call counts (in place).
+
+    Raises
+    ------
+    InputError
+        A call beyond its variant's ALT alleles, or below -2: the first such
+        variant, by :func:`_bad_call_error`.
     """
+    # the VCF reader's allele-index check, on the block already in memory
+    flat = block.reshape(len(block), -1)
+    if flat.size:
+        limit = n_alt[variants]
+        bad = np.flatnonzero((flat.max(axis=1) > limit) | (flat.min(axis=1) < -2))
+        if len(bad):
+            first = int(bad[0])
+            raise _bad_call_error(path, int(variants[first]), flat[first],
+                                  int(limit[first]))
     # the VCF decoder's layout: alleles then a trailing phase column
     padded = np.concatenate([block, np.zeros_like(block[..., :1])], axis=-1)
     return decode_calls(padded, counts)
 
 
-def _read_dosage(calls, columns: np.ndarray, rows, path: Path):
+def _read_dosage(calls, columns: np.ndarray, rows, path: Path, n_alt: np.ndarray):
     """Decode the chosen variants' calls chunk by chunk into an int8 matrix.
 
     Returns the (n_samples, n_columns) dosage and the VCF reader's ploidy
@@ -202,7 +251,8 @@ def _read_dosage(calls, columns: np.ndarray, rows, path: Path):
         block = chunk_calls[columns[first:stop] - start]
         if not every_sample:
             block = block[:, rows]
-        dosage[:, first:stop] = _decode_calls(block, counts).T
+        dosage[:, first:stop] = _decode_calls(block, counts, columns[first:stop], n_alt,
+                                              path).T
         if time.monotonic() - last_message >= PROGRESS_INTERVAL:
             last_message = time.monotonic()
             logger.info("%s: read %d of %d variants (%.0f%%)", path, stop, len(columns),
@@ -260,7 +310,9 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
         zarr is not installed.
     InputError
         Not a Zarr store, a required array missing, no samples or no
-        variants, unknown sample IDs.
+        variants, unknown sample IDs, a kept variant with a call beyond its
+        ALT alleles or below -2 (``<store>: variant 1:20 (rs2) has
+        call_genotype allele index 3, but the site has 1 ALT allele``).
 
     Examples
     --------
@@ -275,7 +327,8 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
     store = _open_store(path)
     file_samples, rows, columns, alleles, chrom, positions, skipped, n_records = \
         _biallelic_snps(store, samples, region, path)
-    dosage, ploidy_counts = _read_dosage(store["call_genotype"], columns, rows, path)
+    dosage, ploidy_counts = _read_dosage(store["call_genotype"], columns, rows, path,
+                                         _alt_counts(alleles))
     genotypes = Genotypes(
         dosage=dosage,
         samples=file_samples[rows],
@@ -291,10 +344,11 @@ class VczChunks(StreamedChunks):
 
     Each chunk reads the store's ``call_genotype`` rows that hold its SNPs
     (all samples; Zarr decompresses whole variant chunks) and decodes them
-    by :func:`read_vcz`'s rules (REF counted, -1 missing). The last span of
-    store rows read is kept, so that a store chunk longer than this source's
-    chunk is decompressed once or twice per pass (twice when a source chunk
-    straddles its end), not once per source chunk it holds.
+    by :func:`read_vcz`'s rules (REF counted, -1 missing, a call beyond its
+    ALT alleles refused). The last span of store rows read is kept, so that a
+    store chunk longer than this source's chunk is decompressed once or twice
+    per pass (twice when a source chunk straddles its end), not once per
+    source chunk it holds.
 
     Parameters
     ----------
@@ -302,6 +356,9 @@ class VczChunks(StreamedChunks):
         The store.
     n_samples, n_variants : int
         ``call_genotype``'s samples and variants.
+    n_alt : numpy.ndarray, int, shape (n_variants,), optional
+        ALT alleles of each store variant; read from ``variant_allele`` on
+        the first read when not given. A subset shares it.
     **options
         ``rows``, ``columns``, ``chunk_snps``, ``n_observed``: see
         :class:`admixspec.io.streamed.StreamedChunks`.
@@ -313,18 +370,29 @@ class VczChunks(StreamedChunks):
         ``"ploidy"`` log entry counts them over one read).
     """
 
-    def __init__(self, path, n_samples: int, n_variants: int, **options):
+    def __init__(self, path, n_samples: int, n_variants: int, *, n_alt=None,
+                 **options):
         super().__init__(path, n_samples, n_variants, **options)
         self.ploidy_counts = np.zeros(3, dtype=np.int64)
+        self._n_alt = n_alt
         self._calls = None  # the store's call_genotype, opened on the first read
         self._span = (0, 0, None)  # (first, stop, calls) of the store rows last read
+
+    def subset(self, **options):
+        """:meth:`StreamedChunks.subset`, sharing the ALT allele counts."""
+        chunks = super().subset(**options)
+        chunks._n_alt = self._n_alt
+        return chunks
 
     def _store_rows(self, first: int, last: int) -> tuple[int, np.ndarray]:
         """Store rows ``first..last`` (all samples): ``(offset, calls)`` holding them."""
         span_first, span_stop, calls = self._span
         if not (span_first <= first and last < span_stop):
             if self._calls is None:
-                self._calls = _open_store(self.path)["call_genotype"]
+                store = _open_store(self.path)
+                self._calls = store["call_genotype"]
+                if self._n_alt is None:
+                    self._n_alt = _alt_counts(_strings(store["variant_allele"]))
             size = int(self._calls.chunks[0])
             span_first = first - first % size
             span_stop = min(-(-(last + 1) // size) * size, self.n_variants)
@@ -339,7 +407,8 @@ class VczChunks(StreamedChunks):
         block = calls[wanted - span_first]
         if self.n_individuals != self.n_samples:
             block = block[:, self.rows]
-        out[:, offset:offset + len(wanted)] = _decode_calls(block, self.ploidy_counts).T
+        out[:, offset:offset + len(wanted)] = _decode_calls(
+            block, self.ploidy_counts, wanted, self._n_alt, self.path).T
 
 
 def store_shape(path) -> tuple[int, int]:
@@ -356,7 +425,8 @@ def open_streamed_vcz(path, *, memory_bytes: float, samples=None, region=None,
     file_samples, rows, columns, alleles, chrom, positions, skipped, n_records = \
         _biallelic_snps(store, samples, region, path)
     n_variants, n_samples = store["call_genotype"].shape[:2]
-    chunks = VczChunks(path, n_samples, n_variants, rows=rows, columns=columns,
+    chunks = VczChunks(path, n_samples, n_variants, n_alt=_alt_counts(alleles),
+                       rows=rows, columns=columns,
                        chunk_snps=chunk_snps_for(len(rows), memory_bytes / 8))
     chunks, log, filtered = filter_streamed(chunks, **filters)
     # the per-SNP pass decoded every kept sample's calls once, as read_vcz does
