@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from admixspec import UsageError, simulate_balding_nichols
+from admixspec import UsageError, fit_admixture, simulate_balding_nichols
 from admixspec.ml._kernels.likelihood import fold_of
 from admixspec.ml.crossval import CVResult, cross_validate, format_cv
 
@@ -45,6 +45,17 @@ class TestCrossValidate:
 
     def test_format_cv__admixture_line(self):
         assert format_cv(2, CVResult(0.4819, np.zeros(1))) == "CV error (K=2): 0.48190"
+
+    def test_cv_of_a_spectral_estimate__folds_start_from_the_likelihood_optimum(self):
+        # as ADMIXTURE's folds start from its full-data fit: the spectral
+        # estimate kept by the default is not a maximum of the likelihood
+        sim = simulate_balding_nichols(200, 4000, 3, fst=0.1, alpha=10.0, seed=3)
+        result = fit_admixture(sim.genotypes, 3, seed=0, cv=3)
+        assert result.path == "spectral"
+        from_optimum = cross_validate(sim.genotypes.dosage, 3, folds=3, seed=0)
+        assert result.cv.error == from_optimum.error
+        assert any(line.startswith("CV: the folds start from a maximum-likelihood fit")
+                   for line in result.log_lines)
 
     def test_fold_of__balanced(self):
         folds = np.array([fold_of(i, j, 100, 7, 5)

@@ -126,15 +126,32 @@ def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
                            diagnostics={"data_passes": float(fit.n_passes)})
 
 
+#: Paths whose (Q, P) is the spectral estimate, which no likelihood fit refined.
+_SPECTRAL_PATHS = ("spectral", "spectral+projection")
+
+
 def add_cv(result, G, folds, *, seed, threads, log):
     """Cross-validate ``result``'s fit of ``G`` (``folds`` folds); sets ``result.cv``.
 
     ``G`` (int8, shape (n_individuals, n_snps)) holds the individuals of
     ``result.Q``'s rows; the log gains ADMIXTURE's ``CV error`` line.
+
+    Every fold's fit starts, as ADMIXTURE's do, from the full data's
+    maximum-likelihood estimate. The spectral estimate is not one: started
+    there, every fold runs a whole fit, long at a K above the data's where
+    the likelihood is flat, and may climb to a lower mode than plain ML's.
+    So when the default kept it, plain ML is fitted once first
+    (:func:`~admixspec.ml.crossval.cross_validate` without a start) and the
+    folds start from that (docs/benchmarks.md, "Cross-validation of a
+    spectral estimate").
     """
     clock = time.perf_counter()
+    start = None if result.path in _SPECTRAL_PATHS else (result.Q, result.P)
+    if start is None:
+        log.add("CV: the folds start from a maximum-likelihood fit of the full data "
+                "(the spectral estimate is not one)")
     result.cv = cross_validate(G, result.K, folds=folds, seed=seed,
-                               start=(result.Q, result.P), threads=threads)
+                               start=start, threads=threads)
     result.timings["cv"] = time.perf_counter() - clock
     log.add(format_cv(result.K, result.cv))
 
