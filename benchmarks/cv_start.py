@@ -6,13 +6,13 @@ default keeps the spectral estimate (paths ``spectral``,
 ``spectral+projection``), that estimate is not one. This compares, for each
 K of a sweep, the folds started from the spectral estimate (before) with the
 folds started from plain ML's fit of the full data, fitted first (after,
-:func:`admixspec.fit.pipeline.add_cv`): CV error and CPU seconds of the
-cross-validation, wall on one thread (the ML fit included). K where the default chose a
-likelihood path are run once (both ways are the same there).
+:func:`admixspec.fit.pipeline.add_cv`): CV error and wall seconds of the
+cross-validation on one thread (the ML fit included). K where the default
+chose a likelihood path are run once (both ways are the same there).
 
 Data: the seed paper's coalescent setting (:func:`admixspec.simulate_admixture`,
-three populations, Dirichlet alpha) and Balding-Nichols cohorts at
-Dirichlet(10), where the default keeps the spectral estimate at the true K.
+three populations, Dirichlet(1) and (10)) and a Balding-Nichols cohort at
+Dirichlet(10), 200 individuals each.
 
   OPENBLAS_NUM_THREADS=1 python benchmarks/cv_start.py
 """

@@ -1,8 +1,10 @@
 import numpy as np
 import pytest
 
-from admixspec import UsageError, simulate_balding_nichols
+from admixspec import UsageError, fit_admixture, q_error, simulate_balding_nichols
 from admixspec.ml.bootstrap import bootstrap
+
+from .reference import simulate_structured
 
 
 class TestBootstrap:
@@ -24,3 +26,16 @@ class TestBootstrap:
         sim = simulate_balding_nichols(10, 100, 2, seed=0)
         with pytest.raises(UsageError):
             bootstrap(sim.genotypes.dosage, 2, n_replicates=1)
+
+    def test_bootstrap_of_a_spectral_estimate__refits_the_spectral_estimate(self):
+        # private alleles: the spectral estimate is consistent and kept; ML
+        # refitted from it drifts towards the corners, and the replicates'
+        # mean offset then reported that drift (0.05) as the estimate's bias
+        dosage, Q, _ = simulate_structured("private", m=100, n=5000, alpha=1.0, seed=5)
+        result = fit_admixture(dosage, 3, seed=0, bootstrap=8)
+        assert result.path == "spectral"
+        assert q_error(Q, result.Q) < 0.03
+        assert np.abs(result.bootstrap.Q_bias).mean() < 0.01
+        assert 0.005 < result.bootstrap.Q_se.mean() < 0.05
+        assert result.log_lines[-1] == ("Bootstrap: 8 replicates over blocks of SNPs, "
+                                        "each refitted by its spectral estimate")

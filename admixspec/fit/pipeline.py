@@ -130,8 +130,8 @@ def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
 _SPECTRAL_PATHS = ("spectral", "spectral+projection")
 
 
-def add_cv(result, G, folds, *, seed, threads, log):
-    """Cross-validate ``result``'s fit of ``G`` (``folds`` folds); sets ``result.cv``.
+def add_cv(result, G, options: FitOptions, *, log):
+    """Cross-validation of ``result``'s fit of ``G`` (``options.cv`` folds), as ``result.cv``.
 
     ``G`` (int8, shape (n_individuals, n_snps)) holds the individuals of
     ``result.Q``'s rows; the log gains ADMIXTURE's ``CV error`` line.
@@ -150,19 +150,41 @@ def add_cv(result, G, folds, *, seed, threads, log):
     if start is None:
         log.add("CV: the folds start from a maximum-likelihood fit of the full data "
                 "(the spectral estimate is not one)")
-    result.cv = cross_validate(G, result.K, folds=folds, seed=seed,
-                               start=start, threads=threads)
+    result.cv = cross_validate(G, result.K, folds=options.cv, seed=options.seed,
+                               start=start, threads=options.threads)
     result.timings["cv"] = time.perf_counter() - clock
     log.add(format_cv(result.K, result.cv))
 
 
-def add_bootstrap(result, G, replicates, *, seed, threads, log):
-    """SNP-block bootstrap standard errors of ``result.Q`` (``result.bootstrap``)."""
+def add_bootstrap(result, G, options: FitOptions, *, log):
+    """SNP-block bootstrap standard errors of ``result.Q`` (``result.bootstrap``).
+
+    ``options.bootstrap`` replicates, each refitted by the estimator that
+    made ``result``: maximum likelihood from the point estimate, as
+    ADMIXTURE's ``-B`` does, or, where the default kept the spectral
+    estimate, the replicate's spectral estimate (``refine=False``). From the
+    spectral estimate, maximum likelihood drifts to its own optimum, so the
+    replicates' spread and mean offset would describe that drift rather than
+    the estimate reported (docs/benchmarks.md, "The bootstrap of a spectral
+    estimate").
+    """
     clock = time.perf_counter()
+    fit = None
+    if result.path in _SPECTRAL_PATHS:
+        def fit(replicate, K, seed):
+            estimate = fit_default(replicate, K, refine=False, tol=options.tol,
+                                   max_iter=options.max_iter, seed=seed,
+                                   windows=options.windows, n_starts=options.n_starts,
+                                   threads=options.threads, log=FitLog())
+            return estimate.Q, estimate.P
+
+    replicates = options.bootstrap
     result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
-                                   n_replicates=replicates, seed=seed, threads=threads)
+                                   n_replicates=replicates, seed=options.seed, fit=fit,
+                                   threads=options.threads)
     result.timings["bootstrap"] = time.perf_counter() - clock
-    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs")
+    refitted = ", each refitted by its spectral estimate" if fit is not None else ""
+    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs{refitted}")
 
 
 def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:
@@ -189,10 +211,9 @@ def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:
     part = replace(result, Q=result.Q if result.reference is None
                    else result.Q[result.reference])
     if options.cv:
-        add_cv(part, G, options.cv, seed=options.seed, threads=options.threads, log=log)
+        add_cv(part, G, options, log=log)
     if options.bootstrap:
-        add_bootstrap(part, G, options.bootstrap, seed=options.seed,
-                      threads=options.threads, log=log)
+        add_bootstrap(part, G, options, log=log)
     result.cv, result.bootstrap = part.cv, part.bootstrap
     result.log_lines = list(result.log_lines) + log.lines
 
