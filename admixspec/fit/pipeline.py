@@ -131,10 +131,11 @@ _SPECTRAL_PATHS = ("spectral", "spectral+projection")
 
 
 def add_cv(result, G, options: FitOptions, *, log):
-    """Cross-validation of ``result``'s fit of ``G`` (``options.cv`` folds), as ``result.cv``.
+    """Cross-validate ``result``'s fit of ``G`` (``options.cv`` folds).
 
-    ``G`` (int8, shape (n_individuals, n_snps)) holds the individuals of
-    ``result.Q``'s rows; the log gains ADMIXTURE's ``CV error`` line.
+    Sets ``result.cv``. ``G`` (int8, shape (n_individuals, n_snps)) holds the
+    individuals of ``result.Q``'s rows; the log gains ADMIXTURE's ``CV
+    error`` line.
 
     Every fold's fit starts, as ADMIXTURE's do, from the full data's
     maximum-likelihood estimate. The spectral estimate is not one: started
