@@ -439,8 +439,9 @@ def _add_run_parser(subparsers) -> None:
     method.add_argument(
         "--runs", type=_positive_int, default=1, metavar="N",
         help="N fits per K: the default path, then maximum likelihood from random "
-        "starts seeded --seed + 1, + 2, ...; writes the best log-likelihood's and "
-        "groups the runs into modes (CLUMPP G' >= 0.97 between every two runs): "
+        "starts seeded --seed + 1, + 2, ...; writes the best log-likelihood's (the "
+        "default's own where it kept the spectral estimate) and groups the runs "
+        "into modes (CLUMPP G' >= 0.97 between every two runs): "
         "PREFIX.K.modes.tsv and each other mode's PREFIX.K.mode<M>.Q",
     )
     extra = parser.add_argument_group(

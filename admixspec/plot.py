@@ -98,7 +98,8 @@ def ancestry_palette(K: int) -> list[str]:
 def _mode_panels(prefix: Path, K: int, q_path: Path) -> list[tuple[np.ndarray, str]]:
     """A K's modes (``PREFIX.K.modes.tsv``) as panels named ``K=4 mode 2 (30%)``.
 
-    The best run's mode is marked ``*``; without a modes table, the K's Q alone.
+    The kept run's mode (``PREFIX.K.Q``'s) is marked ``*``; without a modes
+    table, the K's Q alone.
     """
     from .io.modes import mode_panels
     from .io.results import read_ancestry_q
@@ -548,7 +549,7 @@ def plot_ancestry(
     modes : bool
         For run prefixes: draw every mode of each K that ``run --runs`` found
         (``PREFIX.K.modes.tsv``), one panel per mode named ``K=4 mode 2
-        (30%)`` (``*`` on the best run's mode), each minor mode aligned to
+        (30%)`` (``*`` on the kept run's mode), each minor mode aligned to
         its K's first (:func:`admixspec.fit.modes.align_mode_panels`).
 
     Returns

@@ -92,7 +92,7 @@ class _Panel:
 
     @property
     def name(self) -> str:
-        """The panel's label: ``K=4``, or ``K=4 mode 2 (30%)`` (* on the best run's)."""
+        """The panel's label: ``K=4``, or ``K=4 mode 2 (30%)`` (* on the kept run's)."""
         if self.mode is None:
             return f"K={self.K}"
         share = "" if self.share is None or math.isnan(self.share) else (
@@ -686,8 +686,9 @@ def report_html(prefix, *, labels=None, sample_ids=None, population_order=None,
     if any(p.mode is not None for p in panels):
         intro += (" A K with several runs shows one panel per mode (runs that found "
                   "the same solution), labelled with its share of the runs; * marks "
-                  "the mode of the best log-likelihood run, the one written as "
-                  "<code>PREFIX.K.Q</code>.")
+                  "the mode of the run written as <code>PREFIX.K.Q</code> (the best "
+                  "log-likelihood's, or the default's spectral estimate where it "
+                  "kept one).")
     intro += "</p>"
     items = [_div(intro), _heading("Ancestry proportions"), bars]
     figures = _run_figures(infos, panels)

@@ -30,7 +30,7 @@ from admixspec import (
     simulate_admixture,
     simulate_balding_nichols,
 )
-from admixspec.fit.pipeline import _SPECTRAL_PATHS
+from admixspec.fit.pipeline import SPECTRAL_PATHS
 
 FOLDS = 5
 
@@ -50,7 +50,7 @@ def sweep(name, G, Ks, seed):
         after = result.timings["cv"]  # wall seconds, the ML fit included
         row = (f"| {name} | {K} | {result.path} | {result.cv.error:.5f} | "
                f"{after:.1f} |")
-        if result.path in _SPECTRAL_PATHS:
+        if result.path in SPECTRAL_PATHS:
             clock = time.perf_counter()
             before = cross_validate(G, K, folds=FOLDS, seed=seed,
                                     start=(result.Q, result.P), threads=1)

@@ -142,6 +142,21 @@ class TestFindModes:
         assert table["runs"].tolist() == ["s0,s2,s3,s5,s6,s8,s9", "s1,s4,s7"]
         assert table["representative"].tolist() == ["s0", "s1"]
 
+    def test_find_modes__a_given_reference_is_aligned_to_and_represents_its_mode(self):
+        # fit_runs reports the default's spectral estimate over better-scoring ML runs
+        first, second = _solutions()
+        rng = np.random.default_rng(4)
+        runs = [_run(Q, rng)[0] for Q in (second, first, first, second)]
+        result = find_modes(runs, logliks=[-60.0, -50.0, -51.0, -55.0], reference=3)
+        assert result.reference == 3
+        np.testing.assert_array_equal(result.permutations[3], np.arange(4))
+        mode = result.modes[result.labels[3] - 1]
+        assert mode.runs == (0, 3) and mode.representative == 3
+        assert mode.best_loglik == -55.0
+        assert result.table()["best"].tolist() == [False, True]
+        with pytest.raises(UsageError, match="reference run 4 of 4 runs"):
+            find_modes(runs, reference=4)
+
     def test_find_modes__equal_sizes_are_ordered_by_best_loglik(self):
         first, second = _solutions()
         rng = np.random.default_rng(3)

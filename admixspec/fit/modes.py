@@ -217,8 +217,9 @@ class ModesResult:
     logliks : numpy.ndarray, float64, shape (n_runs,)
         The runs' log-likelihoods (NaN when not given).
     reference : int
-        Index of the run the others are aligned to (the best log-likelihood's;
-        run 0 without log-likelihoods).
+        Index of the run the others are aligned to, the one reported (the best
+        log-likelihood's unless :func:`find_modes` was given another; run 0
+        without log-likelihoods).
     run_names : list of str
         A name per run for files and logs (default ``"1"``, ``"2"``, ...).
     threshold : float
@@ -246,7 +247,7 @@ class ModesResult:
 
     @property
     def best_run(self) -> int:
-        """Index of the run with the best log-likelihood (the reference run)."""
+        """The reported run, :attr:`reference` (by default the best log-likelihood's)."""
         return self.reference
 
     def representative_Q(self, mode: int) -> np.ndarray:
@@ -424,7 +425,7 @@ def _cluster(S: np.ndarray, threshold: float) -> np.ndarray:
 
 
 def find_modes(Qs, *, logliks=None, threshold: float = DEFAULT_THRESHOLD,
-               run_names=None) -> ModesResult:
+               run_names=None, reference: int | None = None) -> ModesResult:
     """Align several runs of one K and group them into modes.
 
     See the module docstring for the measure (CLUMPP's G') and the default
@@ -446,6 +447,12 @@ def find_modes(Qs, *, logliks=None, threshold: float = DEFAULT_THRESHOLD,
     run_names : sequence of str, optional
         A name per run for the table and log (the seeds, say); default
         ``"1"``, ``"2"``, ...
+    reference : int, optional
+        The run reported as the result, when it is not the best
+        log-likelihood's (:func:`admixspec.fit.runs.fit_runs` keeps the
+        default's spectral estimate, whose log-likelihood every maximum
+        likelihood run exceeds): the others are aligned to it, and it
+        represents its mode.
 
     Returns
     -------
@@ -454,8 +461,9 @@ def find_modes(Qs, *, logliks=None, threshold: float = DEFAULT_THRESHOLD,
     Raises
     ------
     UsageError
-        No run, shapes that differ, NaN values, a threshold outside (0, 1], or
-        ``logliks``/``run_names`` of the wrong length.
+        No run, shapes that differ, NaN values, a threshold outside (0, 1],
+        ``logliks``/``run_names`` of the wrong length, or a ``reference``
+        that is no run.
 
     Examples
     --------
@@ -487,13 +495,20 @@ def find_modes(Qs, *, logliks=None, threshold: float = DEFAULT_THRESHOLD,
     if len(names) != R:
         raise UsageError(f"{len(names)} run names for {R} runs")
     has_ll = not np.isnan(ll).all()
-    # nanargmax keeps the first of equal maxima: the default start wins ties
-    reference = int(np.nanargmax(ll)) if has_ll else 0
+    given = reference is not None
+    if not given:
+        # nanargmax keeps the first of equal maxima: the default start wins ties
+        reference = int(np.nanargmax(ll)) if has_ll else 0
+    elif not 0 <= int(reference) < R:
+        raise UsageError(f"reference run {reference} of {R} runs")
+    reference = int(reference)
 
     S = _pairwise(mats)
     groups = _cluster(S, threshold)
 
     def representative(members: np.ndarray) -> int:
+        if given and reference in members:  # the reported run stands for its mode
+            return reference
         if has_ll and not np.isnan(ll[members]).all():
             return int(members[np.nanargmax(ll[members])])
         return int(members[np.argmax(S[np.ix_(members, members)].mean(axis=1))])

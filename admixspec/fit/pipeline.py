@@ -27,8 +27,9 @@ from ..spectral.estimate import DEFAULT_WINDOWS
 from .default import fit_default
 from .result import AdmixtureResult, FitLog
 
-__all__ = ["CORRECTION_MAX_REFERENCE", "FitOptions", "add_bootstrap", "add_cv",
-           "add_extras", "correct_projection", "correction_line", "fit_in_memory"]
+__all__ = ["CORRECTION_MAX_REFERENCE", "SPECTRAL_PATHS", "FitOptions", "add_bootstrap",
+           "add_cv", "add_extras", "correct_projection", "correction_line",
+           "fit_in_memory"]
 
 logger = logging.getLogger("admixspec")
 
@@ -127,7 +128,7 @@ def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
 
 
 #: Paths whose (Q, P) is the spectral estimate, which no likelihood fit refined.
-_SPECTRAL_PATHS = ("spectral", "spectral+projection")
+SPECTRAL_PATHS = ("spectral", "spectral+projection")
 
 
 def add_cv(result, G, options: FitOptions, *, log):
@@ -147,7 +148,7 @@ def add_cv(result, G, options: FitOptions, *, log):
     spectral estimate").
     """
     clock = time.perf_counter()
-    start = None if result.path in _SPECTRAL_PATHS else (result.Q, result.P)
+    start = None if result.path in SPECTRAL_PATHS else (result.Q, result.P)
     if start is None:
         log.add("CV: the folds start from a maximum-likelihood fit of the full data "
                 "(the spectral estimate is not one)")
@@ -171,7 +172,7 @@ def add_bootstrap(result, G, options: FitOptions, *, log):
     """
     clock = time.perf_counter()
     fit = None
-    if result.path in _SPECTRAL_PATHS:
+    if result.path in SPECTRAL_PATHS:
         def fit(replicate, K, seed):
             estimate = fit_default(replicate, K, refine=False, tol=options.tol,
                                    max_iter=options.max_iter, seed=seed,

@@ -12,13 +12,15 @@ mode (:meth:`admixspec.fit.modes.ModesResult.table`), mode 1 the major mode:
 ``similarity_to_major`` CLUMPP G' between its representative and mode 1's
 ``min_similarity``   smallest G' between two of its runs
 ``representative``   the run (name) that stands for the mode
-``best``             ``True`` on the mode holding the best log-likelihood run
+``best``             ``True`` on the mode holding the kept run (``PREFIX.K.Q``)
 ``runs``             its runs' names, comma-separated
 ``q_file``           the representative's Q file, relative to the table's folder
 ==================== ==========================================================
 
-The mode holding the best run is represented by ``PREFIX.K.Q`` itself (the
-file ``admixspec run`` writes from the best run); every other mode's
+The mode holding the kept run is represented by ``PREFIX.K.Q`` itself (the
+file ``admixspec run`` writes from it: the best log-likelihood's, or the
+default's spectral estimate where it kept one, :mod:`admixspec.fit.runs`);
+every other mode's
 representative is written as ``PREFIX.K.mode<M>.Q``, its columns aligned to
 ``PREFIX.K.Q``'s, so column ``k`` is the same ancestral component in every
 file of that K. All files of one call are written together or not at all
@@ -107,9 +109,9 @@ def modes_outputs(prefix, K: int, modes) -> dict[Path, str]:
     Returns
     -------
     dict of pathlib.Path to str
-        ``PREFIX.K.modes.tsv`` and, for each mode without the best run,
-        ``PREFIX.K.mode<M>.Q`` (its representative, columns aligned to the best
-        run's). ``PREFIX.K.Q`` itself is not included: it is the best run's Q.
+        ``PREFIX.K.modes.tsv`` and, for each mode without the kept run,
+        ``PREFIX.K.mode<M>.Q`` (its representative, columns aligned to the kept
+        run's). ``PREFIX.K.Q`` itself is not included: it is the kept run's Q.
     """
     if int(K) != modes.K:
         raise ValueError(f"K = {K} but the modes are of K = {modes.K}")
