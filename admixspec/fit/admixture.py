@@ -299,9 +299,11 @@ def fit_admixture(
     runs : int
         Fits from distinct starts (``--runs``): the default path first, then
         maximum likelihood from random starts seeded ``seed + 1``, ``seed +
-        2``, ...; the best log-likelihood's is returned with every run's Q
-        and the modes they form in ``modes`` (:mod:`admixspec.fit.runs`).
-        Cross-validation and the bootstrap run on the best run only.
+        2``, ...; the best log-likelihood's is returned (run 1 where it is the
+        spectral estimate the default chose over maximum likelihood) with
+        every run's Q and the modes they form in ``modes``
+        (:mod:`admixspec.fit.runs`). Cross-validation and the bootstrap run on
+        the returned run only.
         Projection and supervised fits, whose answer does not depend on a
         start, take 1.
     reference_q : array_like, float, shape (n_reference, K), optional

@@ -26,9 +26,9 @@ likelihood: every ML run's log-likelihood exceeds it, so ranking by it
 would undo the choice (on private-allele data at Dirichlet(1) and (10),
 ``runs=4`` reported Q errors of 0.054 and 0.25 where run 1's were 0.019
 and 0.039). Run 1 is then the result, and the ML runs show the likelihood's
-modes beside it. So ``--runs`` never loses the default's answer. Cross-validation and
-the bootstrap, which describe one solution, run once, on the best run
-(:func:`admixspec.fit.pipeline.add_extras`).
+modes beside it. So ``--runs`` never loses the default's answer.
+Cross-validation and the bootstrap, which describe one solution, run once, on
+the kept run (:func:`admixspec.fit.pipeline.add_extras`).
 
 For a cohort larger than ``reference_size`` each run fits its own reference,
 drawn with its own seed (the run's seed is the fit's only seed), and projects
@@ -95,7 +95,7 @@ def _describe(option: FitOptions) -> str:
 
 def fit_runs(fit_one, options: FitOptions, *, runs: int,
              threshold: float = DEFAULT_THRESHOLD) -> AdmixtureResult:
-    """Fit one K ``runs`` times from distinct starts; the best run, with the modes.
+    """Fit one K ``runs`` times from distinct starts; the kept run, with the modes.
 
     Parameters
     ----------
@@ -105,7 +105,7 @@ def fit_runs(fit_one, options: FitOptions, *, runs: int,
         :func:`admixspec.fit_admixture` dispatches to).
     options : FitOptions
         The call's options (run 1's); cross-validation and the bootstrap are
-        the caller's, on the best run.
+        the caller's, on the kept run.
     runs : int
         Number of fits, >= 1 (:func:`run_options` says which).
     threshold : float
@@ -114,7 +114,8 @@ def fit_runs(fit_one, options: FitOptions, *, runs: int,
     Returns
     -------
     AdmixtureResult
-        The best run's fit (ties: the earliest run, so the default's) with
+        The kept run's fit: the best log-likelihood's (ties: the earliest run,
+        so the default's), or run 1 where it is the spectral estimate; with
         ``modes`` (:class:`~admixspec.fit.modes.ModesResult`, runs in order),
         ``diagnostics["runs"]`` (per run: name, seed, start, path,
         log-likelihood, iterations, converged, seconds, mode), its log lines
