@@ -30,7 +30,7 @@ from admixspec import (
     simulate_admixture,
     simulate_balding_nichols,
 )
-from admixspec.fit.pipeline import SPECTRAL_PATHS
+from admixspec.fit.pipeline import is_spectral_estimate
 
 FOLDS = 5
 
@@ -50,7 +50,7 @@ def sweep(name, G, Ks, seed):
         after = result.timings["cv"]  # wall seconds, the ML fit included
         row = (f"| {name} | {K} | {result.path} | {result.cv.error:.5f} | "
                f"{after:.1f} |")
-        if result.path in SPECTRAL_PATHS:
+        if is_spectral_estimate(result.path):
             clock = time.perf_counter()
             before = cross_validate(G, K, folds=FOLDS, seed=seed,
                                     start=(result.Q, result.P), threads=1)

@@ -11,7 +11,7 @@ from admixspec.cli import main
 from admixspec.core.exceptions import UsageError
 from admixspec.core.parameters import P_MAX, P_MIN
 from admixspec.fit.monomorphic import complete_snps, monomorphic_snps
-from admixspec.fit.pipeline import FitOptions
+from admixspec.fit.pipeline import FitOptions, is_spectral_estimate
 from admixspec.fit.runs import run_options
 from admixspec.io import read_q
 from admixspec.io.modes import read_modes
@@ -41,6 +41,21 @@ class TestRunOptions:
 
     def test_no_seed__every_run_unseeded(self):
         assert [o.seed for o in run_options(FitOptions(seed=None), 3)] == [None] * 3
+
+
+class TestSpectralEstimatePaths:
+    @pytest.mark.parametrize(
+        ("path", "spectral"),
+        [("spectral", True), ("spectral+projection", True),
+         ("spectral+streamed", True), ("spectral+streamed+projection", True),
+         ("spectral+ml", False), ("spectral+ml+projection+joint", False),
+         ("ml-svd", False), ("ml-fallback", False), ("ml-random+streamed", False),
+         ("single-population", False), ("supervised", False)],
+    )
+    def test_is_spectral_estimate__a_projection_or_streamed_p_keeps_the_spectral_q(
+            self, path, spectral):
+        # what --runs, --cv and -B treat as the spectral estimate, not an ML fit
+        assert is_spectral_estimate(path) is spectral
 
 
 class TestFitRuns:

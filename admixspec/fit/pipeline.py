@@ -27,9 +27,9 @@ from ..spectral.estimate import DEFAULT_WINDOWS
 from .default import fit_default
 from .result import AdmixtureResult, FitLog
 
-__all__ = ["CORRECTION_MAX_REFERENCE", "SPECTRAL_PATHS", "FitOptions", "add_bootstrap",
-           "add_cv", "add_extras", "correct_projection", "correction_line",
-           "fit_in_memory"]
+__all__ = ["CORRECTION_MAX_REFERENCE", "FitOptions", "add_bootstrap", "add_cv",
+           "add_extras", "correct_projection", "correction_line", "fit_in_memory",
+           "is_spectral_estimate"]
 
 logger = logging.getLogger("admixspec")
 
@@ -127,8 +127,28 @@ def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
                            diagnostics={"data_passes": float(fit.n_passes)})
 
 
-#: Paths whose (Q, P) is the spectral estimate, which no likelihood fit refined.
-SPECTRAL_PATHS = ("spectral", "spectral+projection")
+def is_spectral_estimate(path: str) -> bool:
+    """Whether a fit's ``path`` ends at the spectral estimate, no ML fit after it.
+
+    Parameters
+    ----------
+    path : str
+        :attr:`AdmixtureResult.path`, its stages joined by ``+``.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> [is_spectral_estimate(path) for path in
+    ...  ("spectral", "spectral+streamed+projection", "spectral+ml", "ml-svd")]
+    [True, True, False, False]
+    """
+    first, *later = path.split("+")
+    # a reference's projection or a streamed P leave its Q the spectral one;
+    # "+joint" is maximum likelihood on everyone
+    return first == "spectral" and not {"ml", "joint"} & set(later)
 
 
 def add_cv(result, G, options: FitOptions, *, log):
@@ -148,7 +168,7 @@ def add_cv(result, G, options: FitOptions, *, log):
     spectral estimate").
     """
     clock = time.perf_counter()
-    start = None if result.path in SPECTRAL_PATHS else (result.Q, result.P)
+    start = None if is_spectral_estimate(result.path) else (result.Q, result.P)
     if start is None:
         log.add("CV: the folds start from a maximum-likelihood fit of the full data "
                 "(the spectral estimate is not one)")
@@ -172,7 +192,7 @@ def add_bootstrap(result, G, options: FitOptions, *, log):
     """
     clock = time.perf_counter()
     fit = None
-    if result.path in SPECTRAL_PATHS:
+    if is_spectral_estimate(result.path):
         def fit(replicate, K, seed):
             estimate = fit_default(replicate, K, refine=False, tol=options.tol,
                                    max_iter=options.max_iter, seed=seed,

@@ -43,7 +43,7 @@ import logging
 import time
 
 from .modes import DEFAULT_THRESHOLD, find_modes
-from .pipeline import SPECTRAL_PATHS, FitOptions
+from .pipeline import FitOptions, is_spectral_estimate
 from .result import AdmixtureResult
 
 __all__ = ["fit_runs", "run_options"]
@@ -133,7 +133,7 @@ def fit_runs(fit_one, options: FitOptions, *, runs: int,
         fits.append(fit)
         logger.info("run %s (%s): %s, log-likelihood %.6f (%.1f s)", name,
                     _describe(option), fit.path, fit.loglik, seconds[-1])
-    kept = 0 if fits[0].path in SPECTRAL_PATHS else None  # see the module notes
+    kept = 0 if is_spectral_estimate(fits[0].path) else None  # see the module notes
     modes = find_modes([fit.Q for fit in fits], logliks=[fit.loglik for fit in fits],
                        threshold=threshold, run_names=names, reference=kept)
     best = fits[modes.reference]
