@@ -752,8 +752,10 @@ def write_report(prefix, out, *, labels=None, sample_ids=None, population_order=
         another count than Q's rows, or a K of ``Ks`` that was not run
         (saying which were).
     UsageError
-        Bokeh missing, labels/IDs given of the wrong length, an empty
-        ``Ks``, or an ``out`` not named ``.html``/``.htm``.
+        Labels/IDs given of the wrong length, an empty ``Ks``, or an ``out``
+        not named ``.html``/``.htm``.
+    MissingDependencyError
+        Bokeh not installed (``pip install 'admixspec[report]'``).
 
     Examples
     --------
