@@ -1056,10 +1056,12 @@ def _add_summary_parser(subparsers) -> None:
     parser = _add_subcommand(
         subparsers,
         "summary",
-        help="table of a run over K: log-likelihood, CV error, time, best K",
+        help="table of a run over K: estimator, log-likelihood, CV error, time, best K",
         description=(
-            "Tabulate PREFIX.K.log/.json for every PREFIX.K.Q: K, log-likelihood, CV "
-            "error, wall time in seconds, and 'best' on the K with the lowest CV error."
+            "Tabulate PREFIX.K.log/.json for every PREFIX.K.Q: K, the estimator (the "
+            "fit's path: a spectral estimate's log-likelihood is below maximum "
+            "likelihood's on the same K), log-likelihood, CV error, wall time in "
+            "seconds, and 'best' on the K with the lowest CV error."
         ),
     )
     parser.add_argument("prefix", help="the --out prefix of admixspec run")

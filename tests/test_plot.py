@@ -253,14 +253,15 @@ class TestReaders:
                 f"1 (EM)\tLoglikelihood: -99\nLoglikelihood: -{K}.5\n"
                 f"CV error (K={K}): {cv}\n"
             )
-            timings = f'{{"timings": {{"a": {K}, "b": 1.5}}}}'
-            (tmp_path / f"r.{K}.json").write_text(timings)
+            record = f'{{"path": "spectral", "timings": {{"a": {K}, "b": 1.5}}}}'
+            (tmp_path / f"r.{K}.json").write_text(record)
         assert [K for K, _ in find_runs(tmp_path / "r")] == [2, 3, 10]
         table = summarize_runs(tmp_path / "r")
         assert table["K"].tolist() == [2, 3, 10]
         assert table["loglik"].tolist() == [-2.5, -3.5, -10.5]
         assert table["seconds"].tolist() == [3.5, 4.5, 11.5]
         assert table["best"].tolist() == [False, True, False]
+        assert table["estimator"].tolist() == ["spectral"] * 3
 
     def test_read_run_log__admixture_tutorial_log(self, hapmap3_fixture):
         log = hapmap3_fixture / "starmie_extdata" / "log3.out"
@@ -344,7 +345,8 @@ class TestPlotCommand:
         out = str(tmp_path / "s.tsv")
         assert main(["summary", str(prefix), "-K", "2", "4", "--out", out]) == 0
         lines = (tmp_path / "s.tsv").read_text().splitlines()
-        assert lines[0].split("\t") == ["K", "loglik", "cv_error", "seconds", "best"]
+        header = ["K", "estimator", "loglik", "cv_error", "seconds", "best"]
+        assert lines[0].split("\t") == header
         assert [line.split("\t")[0] for line in lines[1:]] == ["2", "4"]
         assert lines[2].split("\t")[-1] == "True"
 

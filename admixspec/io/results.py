@@ -624,10 +624,10 @@ def _json_seconds(record: dict) -> float | None:
 
 
 def summarize_runs(prefix, *, Ks=None):
-    """Tabulate a run over a K range: log-likelihood, CV error, time, best K.
+    """Tabulate a run over a K range: estimator, log-likelihood, CV error, time, best K.
 
     Reads ``PREFIX.K.log`` (and ``PREFIX.K.json`` when present, for the
-    timing) next to every ``PREFIX.K.Q``.
+    estimator and the timing) next to every ``PREFIX.K.Q``.
 
     Parameters
     ----------
@@ -640,8 +640,11 @@ def summarize_runs(prefix, *, Ks=None):
     Returns
     -------
     pandas.DataFrame
-        One row per K, columns ``K``, ``loglik``, ``cv_error``, ``seconds``
-        (NaN where unknown) and ``best`` (True on the row with the lowest CV
+        One row per K, columns ``K``, ``estimator`` (the fit's path, e.g.
+        ``spectral`` or ``spectral+ml``: a spectral estimate's log-likelihood
+        is below what maximum likelihood reaches on the same K), ``loglik``,
+        ``cv_error``, ``seconds`` (None or NaN where unknown, e.g. for
+        ADMIXTURE's own files) and ``best`` (True on the row with the lowest CV
         error; all False without CV).
 
     Raises
@@ -678,15 +681,18 @@ def summarize_runs(prefix, *, Ks=None):
         if cv is None:
             cv = _first_number(record, _CV_KEYS)
         seconds = _json_seconds(record)
+        path = record.get("path")
         rows.append(
             {
                 "K": K,
+                "estimator": path if isinstance(path, str) else None,
                 "loglik": math.nan if loglik is None else loglik,
                 "cv_error": math.nan if cv is None else cv,
                 "seconds": math.nan if seconds is None else seconds,
             }
         )
-    table = pd.DataFrame(rows, columns=["K", "loglik", "cv_error", "seconds"])
+    table = pd.DataFrame(rows,
+                         columns=["K", "estimator", "loglik", "cv_error", "seconds"])
     table["best"] = False
     if table["cv_error"].notna().any():
         table.loc[table["cv_error"].idxmin(), "best"] = True
