@@ -631,11 +631,9 @@ def summarize_runs(prefix, *, Ks=None):
 
     Parameters
     ----------
-    prefix : str or os.PathLike
-        The run's ``--out`` prefix.
-    Ks : sequence of int, optional
-        Only these K (default: every ``PREFIX.K.Q`` found); each must have
-        its file.
+    prefix, Ks
+        As :func:`select_runs`'s: the run's ``--out`` prefix, and the K to
+        tabulate (default every ``PREFIX.K.Q`` found).
 
     Returns
     -------
