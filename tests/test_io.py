@@ -100,6 +100,13 @@ class TestAdmixtureFormats:
         assert ((tmp_path / "x.2.Q").read_text()
                 == "0.500000 0.500000\n0.123457 0.876543\n")
 
+    def test_write_q__K_1_as_admixture_writes_it_and_its_P_clamped(self, tmp_path):
+        # ADMIXTURE's hapmap3.1.Q holds 1.000000 on every row; its .1.P is clamped
+        write_q(tmp_path / "x.1.Q", np.ones((2, 1)))
+        write_p(tmp_path / "x.1.P", [[0.0], [1.0]])
+        assert (tmp_path / "x.1.Q").read_text() == "1.000000\n1.000000\n"
+        assert (tmp_path / "x.1.P").read_text() == "0.000010\n0.999990\n"
+
     def test_write_p__clamps_to_admixture_bounds(self, tmp_path):
         write_p(tmp_path / "x.2.P", [[0.0, 1.0]])
         assert (tmp_path / "x.2.P").read_text() == "0.000010 0.999990\n"
@@ -135,6 +142,13 @@ class TestAdmixtureFormats:
         with pytest.raises(InputError, match="has 3 lines but the genotypes have 4"):
             read_pop(path, n_individuals=4)
 
+    def test_read_pop__trailing_empty_lines_are_unknown_individuals_up_to_their_number(
+            self, tmp_path):
+        path = write_text_file(tmp_path / "x.pop", "CEU\nYRI\n\n\n\n")
+        assert read_pop(path, n_individuals=4).tolist() == ["CEU", "YRI", None, None]
+        assert read_pop(path, n_individuals=5).tolist() == ["CEU", "YRI", None, None,
+                                                            None]
+        assert read_pop(path).tolist() == ["CEU", "YRI"]
 
     def test_read_pop__line_with_two_fields_is_an_error(self, tmp_path):
         # the words after the first would each have made one more population

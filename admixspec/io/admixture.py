@@ -31,6 +31,7 @@ from .errors import reading
 __all__ = [
     "CLAMP",
     "format_matrix",
+    "format_q",
     "output_path",
     "read_admixture_log",
     "read_p",
@@ -99,6 +100,22 @@ def format_matrix(matrix, name: str = "Q", *, clamp: bool = True) -> str:
     )
 
 
+def format_q(Q) -> str:
+    """Q as ADMIXTURE writes it: :func:`format_matrix`, but a K = 1 Q unclamped.
+
+    ADMIXTURE clamps proportions to ``[1e-5, 1 - 1e-5]`` yet writes the one
+    column of a K = 1 fit as ``1.000000`` (its ``hapmap3.1.Q``).
+
+    Examples
+    --------
+    >>> format_q([[1.0], [1.0]])
+    '1.000000\\n1.000000\\n'
+    >>> format_q([[1.0, 0.0]])
+    '0.999990 0.000010\\n'
+    """
+    return format_matrix(Q, "Q", clamp=np.ndim(Q) != 2 or np.shape(Q)[1] > 1)
+
+
 def write_q(path, Q) -> None:
     """Write ancestry proportions as an ADMIXTURE ``.Q`` file, atomically.
 
@@ -108,7 +125,8 @@ def write_q(path, Q) -> None:
         Destination, conventionally ``<prefix>.<K>.Q``.
     Q : array_like, float, shape (n_individuals, K)
         Proportions, one row per individual in input order. Written with 6
-        decimals after clamping to ``[1e-5, 1 - 1e-5]``.
+        decimals after clamping to ``[1e-5, 1 - 1e-5]`` (K = 1: as 1, see
+        :func:`format_q`).
 
     Examples
     --------
@@ -119,7 +137,7 @@ def write_q(path, Q) -> None:
     0.999990 0.000010
     0.250000 0.750000
     """
-    write_text(path, format_matrix(Q, "Q"))
+    write_text(path, format_q(Q))
 
 
 def write_p(path, P) -> None:
@@ -229,7 +247,10 @@ def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
     path = Path(path)
     with reading(path, "a .pop file"), open(path, encoding="utf-8") as handle:
         lines = handle.read().splitlines()
-    while lines and not lines[-1].strip():
+    # trailing blank lines beyond the individuals are an editor's, not unknown
+    # individuals; up to their number they are individuals of unknown ancestry
+    while lines and not lines[-1].strip() and (n_individuals is None
+                                               or len(lines) > n_individuals):
         lines.pop()
     fields = [line.split() for line in lines]
     _check_one_field(fields, path)

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.exceptions import InputError
-from .admixture import format_matrix, output_path
+from .admixture import format_q, output_path
 from .common import write_all_or_none
 from .results import read_ancestry_q
 
@@ -122,7 +122,7 @@ def modes_outputs(prefix, K: int, modes) -> dict[Path, str]:
         path = _q_name(prefix, K, mode.mode, bool(row.best))
         q_files.append(path.name)
         if not row.best:
-            files[path] = format_matrix(modes.aligned[mode.representative], "Q")
+            files[path] = format_q(modes.aligned[mode.representative])
     table["q_file"] = q_files
     tsv = output_path(prefix, K, "modes.tsv")
     return {tsv: format_modes(table), **files}
