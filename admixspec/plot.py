@@ -676,6 +676,13 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
                     raise InputError("no such log file, nor PREFIX.K.Q files", path=item)
                 expanded.extend(Path(str(q)[: -len(".Q")] + ".log") for _, q in runs)
         results = [p for p in expanded if p.is_file()]
+        if not results:
+            missing = ", ".join(p.name for p in expanded[:3])
+            more = f" and {len(expanded) - 3} more" if len(expanded) > 3 else ""
+            raise InputError(f"no run log beside the Q files ({missing}{more} not "
+                             "found): the CV errors are read from PREFIX.K.log; save "
+                             "ADMIXTURE's log of each K under that name",
+                             path=expanded[0].parent)
     if hasattr(results, "items"):
         cv = {int(K): float(v) for K, v in results.items()}
     else:

@@ -223,6 +223,15 @@ class TestPlotCV:
         with pytest.raises(InputError, match="CV error"):
             plot_cv([log])
 
+    def test_plot_cv__q_files_without_their_logs_name_the_missing_logs(self, tmp_path):
+        # ADMIXTURE's logs are its stdout (log3.out): the CV figure needs them
+        # saved as PREFIX.K.log, and says so rather than "run with --cv"
+        for K in (2, 3):
+            np.savetxt(tmp_path / f"r.{K}.Q", np.full((2, K), 1 / K))
+        with pytest.raises(InputError, match=r"r\.2\.log, r\.3\.log not found.*"
+                           "PREFIX.K.log"):
+            plot_cv(tmp_path / "r")
+
 
 class TestReaders:
     def test_read_population_labels__pop_fam_and_table(self, tmp_path):
