@@ -29,6 +29,7 @@ import gc
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -354,7 +355,8 @@ def run_info(args: argparse.Namespace) -> int:
 def _default_prefix(path: str) -> str:
     """ADMIXTURE names outputs after the input's basename, in the working directory."""
     name = Path(path).name
-    for suffix in (".vcf.gz", ".vcf.bgz", ".vcf", ".bcf", ".bed", ".bim", ".fam"):
+    for suffix in (".vcf.gz", ".vcf.bgz", ".vcf", ".bcf", ".bed", ".bim", ".fam",
+                   ".pgen", ".pvar", ".psam", ".vcz"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
@@ -373,7 +375,7 @@ def _add_model_arguments(parser) -> None:
     """``run``'s model group: K, output prefix, seed, threads, device, memory."""
     group = parser.add_argument_group("model")
     group.add_argument(
-        "-K", "--K", dest="K", type=_k_list, nargs="+", metavar="K",
+        "-K", "--K", dest="K", type=_k_list, nargs="+", action="extend", metavar="K",
         help="number(s) of ancestral populations: '-K 3', '-K 2 3 4' or '-K 2-6' "
         "(or after the input, as ADMIXTURE takes it)",
     )
@@ -410,7 +412,7 @@ def _add_run_parser(subparsers) -> None:
     )
     add_genotype_arguments(parser)
     parser.add_argument(
-        "K_after_input", nargs="*", type=_k_list, metavar="K",
+        "K_after_input", nargs="*", type=_k_after_input, metavar="K",
         help="ADMIXTURE's place for K: 'admixspec run data.bed 3' is 'admixspec run "
         "data.bed -K 3'",
     )
@@ -474,8 +476,24 @@ def _one_k_list(args: argparse.Namespace) -> None:
                          f"input and -K {' '.join(_k_text(args.K))}; give one")
     if not after_input and not args.K:
         args.usage_error("the following arguments are required: K (after the input, "
-                         "as ADMIXTURE takes it, or -K)")
+                         "as ADMIXTURE takes it, or -K)"
+                         + _count_took_k(getattr(args, "_argv", [])))
     args.K = args.K or after_input
+
+
+def _count_took_k(words) -> str:
+    """Why K is missing when ``--cv 3`` or ``-B 3`` took it as their count.
+
+    ADMIXTURE attaches their values (``--cv=10``, ``-B2000``): to it,
+    ``admixture data.bed --cv 3`` means K = 3; argparse gives the 3 to ``--cv``.
+    """
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag in _OPTIONAL_COUNTS and _is_integer(value):
+            what = "folds" if flag == "--cv" else "replicates"
+            attached = f"-B{value}" if flag == "-B" else f"{flag}={value}"
+            return (f"; '{flag} {value}' read {value} as the number of {what} "
+                    f"({attached} says so); give K after the input")
+    return ""
 
 
 def _k_text(k_lists) -> list[str]:
@@ -773,7 +791,7 @@ def _p_rows_line(genotypes, p_file: Path) -> str:
 def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
     """The files of one K of ``run`` (path -> text), and its seconds since ``start``."""
     from .io import output_path
-    from .io.admixture import format_matrix
+    from .io.admixture import format_matrix, format_q
     from .io.common import format_json
     from .io.modes import modes_outputs
     from .io.provenance import run_header, run_record
@@ -785,7 +803,7 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
         lines += projection.lines
     lines += [_p_rows_line(genotypes, p_file)] + result.log_lines
     files = {
-        output_path(prefix, K, "Q"): format_matrix(result.Q, "Q"),
+        output_path(prefix, K, "Q"): format_q(result.Q),
         p_file: format_matrix(result.P, "P"),
         snps_path(p_file): format_snps(genotypes.variants),
     }
@@ -847,7 +865,10 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     Ks = sorted(set(_flat(args.K)))
     genotypes = _read_for_run(args)
     for K in Ks:  # every K, before the first fit
-        check_K(K, genotypes.n_individuals)
+        try:
+            check_K(K, genotypes.n_individuals)
+        except UsageError as error:
+            raise UsageError(f"{args.input}: {error}") from None
     projection = None
     if args.project:
         genotypes, projection = _projection_input(args, genotypes)
@@ -913,8 +934,18 @@ def _names_genotypes(text: str) -> bool:
     return True
 
 
-def _k_list(text: str) -> list[int]:
-    """Parse ``3``, ``2-5`` or ``2,3,4`` into a list of K; an empty range is an error."""
+def _k_after_input(text: str) -> list[int]:
+    """:func:`_k_list` for ``run``'s K after the input (``run 3 x.bed`` swaps them)."""
+    return _k_list(text, misplaced="give the input first, then K, as ADMIXTURE "
+                   "takes them")
+
+
+def _k_list(text: str, *, misplaced: str = "-K takes every value after it, so give "
+            "the input before -K") -> list[int]:
+    """Parse ``3``, ``2-5`` or ``2,3,4`` into a list of K; an empty range is an error.
+
+    ``misplaced`` says what to do when ``text`` names genotypes.
+    """
     values = []
     for part in text.split(","):
         part = part.strip()
@@ -926,8 +957,7 @@ def _k_list(text: str) -> list[int]:
                 values.append(int(part))
         except ValueError:
             # `run -K 3 data.bed`: -K takes every value after it, the input too
-            hint = ("; -K takes every value after it, so give the input before -K"
-                    if _names_genotypes(text) else "")
+            hint = f"; {misplaced}" if _names_genotypes(text) else ""
             raise argparse.ArgumentTypeError(
                 f"not a K value or range: {text!r}{hint}"
             ) from None
@@ -993,7 +1023,7 @@ def _add_plot_parser(subparsers) -> None:
         f"run's .fam, .bed or VCF, or a file with one ID per line; {_IDS_DEFAULT}",
     )
     parser.add_argument(
-        "-K", type=_k_list, nargs="+", metavar="K",
+        "-K", type=_k_list, nargs="+", action="extend", metavar="K",
         help="plot only these K: '3 4', '2-5' or '2,4,6'; all inputs if not given",
     )
     parser.add_argument(
@@ -1066,7 +1096,7 @@ def _add_summary_parser(subparsers) -> None:
     )
     parser.add_argument("prefix", help="the --out prefix of admixspec run")
     parser.add_argument(
-        "-K", type=_k_list, nargs="+", metavar="K",
+        "-K", type=_k_list, nargs="+", action="extend", metavar="K",
         help="only these K: '3 4', '2-5' or '2,4,6'; every PREFIX.K.Q if not given",
     )
     parser.add_argument(
@@ -1081,11 +1111,17 @@ def run_summary(args: argparse.Namespace) -> int:
     from .io.results import summarize_runs
 
     table = summarize_runs(args.prefix, Ks=_flat(args.K))
+    # the log-likelihood with the logs' 6 decimals: "%.10g" and pandas' display
+    # (-3.799887e+06 for ADMIXTURE's HapMap3 -3799887.171935) hid differences
+    # between runs below 1 unit
+    table["loglik"] = [None if value != value else f"{value:.6f}"
+                       for value in table["loglik"]]
     if args.out:
         from .io.common import write_text
 
         write_text(args.out, table.to_csv(sep="\t", index=False, float_format="%.10g"))
     else:
+        table = table.fillna({"estimator": "-", "loglik": "-"})
         print(table.to_string(index=False, na_rep="-"))
     return 0
 
@@ -1118,7 +1154,7 @@ def _add_report_parser(subparsers) -> None:
         f"per line); {_IDS_DEFAULT}; without them, individuals are numbered",
     )
     parser.add_argument(
-        "-K", type=_k_list, nargs="+", metavar="K",
+        "-K", type=_k_list, nargs="+", action="extend", metavar="K",
         help="only these K: '3 4', '2-5' or '2,4,6'; every PREFIX.K.Q if not given",
     )
     parser.add_argument("--title", help="page title (default: the prefix's name)")
@@ -1286,13 +1322,91 @@ def _admixture_order(argv: list[str]) -> list[str]:
             + [words[i] for i in moved] + argv[end:])
 
 
+#: ADMIXTURE 1.3's options that ``run`` does not have, and what it does instead.
+_ADMIXTURE_ONLY = {
+    "-P": "ADMIXTURE's -P (projection onto PREFIX.K.P.in) is --project PFILE here: "
+          "give the reference's .P file, e.g. --project ref.3.P",
+    "-c": "ADMIXTURE's -c (the stopping rule of the CV and bootstrap refits) is not "
+          "an option here: admixspec chooses that rule itself; -C sets the point "
+          "estimate's",
+    "-m": "ADMIXTURE's -m/--method is not an option here: maximum likelihood is "
+          "always ADMIXTURE's default, block relaxation with quasi-Newton "
+          "acceleration (-m block -a qn3)",
+    "-a": "ADMIXTURE's -a/--acceleration is not an option here: maximum likelihood "
+          "is always ADMIXTURE's default, block relaxation with quasi-Newton "
+          "acceleration (-m block -a qn3)",
+    "-l": "ADMIXTURE's penalized estimation (-l/--lambda) is not supported",
+    "--haploid": "ADMIXTURE's --haploid is not supported: every call is read as "
+                 "diploid, a haploid one as homozygous (as PLINK 1 stores it)",
+}
+_ADMIXTURE_ONLY.update({"--method": _ADMIXTURE_ONLY["-m"],
+                        "--acceleration": _ADMIXTURE_ONLY["-a"],
+                        "--lambda": _ADMIXTURE_ONLY["-l"]})
+
+#: What argparse reads as a negative number, not as an option (its own rule).
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _unknown_options(parser: argparse.ArgumentParser, words) -> list[str]:
+    """The words that argparse would read as options ``parser`` does not have.
+
+    argparse's own rules: an option's unique prefix (``--sup``), a value after
+    ``=`` (``--cv=10``) or attached to a short option (``-j4``); negative numbers
+    and words after ``--`` are not options.
+    """
+    known = [name for action in parser._actions for name in action.option_strings]
+    unknown = []
+    for word in words:
+        if word == "--":
+            break
+        if (not word.startswith("-") or word == "-" or " " in word
+                or _NEGATIVE_NUMBER.match(word)):
+            continue
+        name = word.split("=", 1)[0]
+        if name in known or (
+            any(option.startswith(name) for option in known) if word.startswith("--")
+            else word[:2] in known
+        ):
+            continue
+        unknown.append(word)
+    return unknown
+
+
+def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """Refuse a subcommand's unknown options before argparse reads the rest.
+
+    argparse names them last, after every other error, so ``run -c 0.01
+    data.bed 3`` read ``0.01`` as the input and blamed ``data.bed`` for not
+    being a K. ADMIXTURE's options that ``run`` lacks are named with what to
+    do instead (:data:`_ADMIXTURE_ONLY`).
+    """
+    subparsers = next((action for action in parser._actions
+                       if isinstance(action, argparse._SubParsersAction)), None)
+    if not argv or subparsers is None or argv[0] not in subparsers.choices:
+        return
+    subparser = subparsers.choices[argv[0]]
+    unknown = _unknown_options(subparser, argv[1:])
+    if not unknown:
+        return
+    if argv[0] == "run":
+        for word in unknown:
+            for flag, message in _ADMIXTURE_ONLY.items():
+                attached = not flag.startswith("--") and word.startswith(flag)
+                if word.split("=", 1)[0] == flag or attached:
+                    subparser.error(message)
+    subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
+
+
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
     """The command line's arguments as :func:`main` reads them.
 
-    :func:`get_parser`'s parse, after ADMIXTURE's bare ``run --cv data.bed 3``
+    :func:`get_parser`'s parse, after unknown options are refused (see
+    :func:`_refuse_unknown_options`) and ADMIXTURE's bare ``run --cv data.bed 3``
     is made unambiguous (see :func:`_admixture_order`).
     """
-    return get_parser().parse_args(_admixture_order(argv))
+    parser = get_parser()
+    _refuse_unknown_options(parser, argv)
+    return parser.parse_args(_admixture_order(argv))
 
 
 def _main(argv):

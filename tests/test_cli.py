@@ -6,6 +6,8 @@ import errno
 import gzip
 import json
 import os
+import shutil
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -853,3 +855,125 @@ class TestPlotAllOrNone:
                      tmp_path / "cv.png"], 1,
             "no 'CV error (K=...)' line in the logs (run with --cv)")
         assert not list(tmp_path.glob("*.png"))
+
+
+class TestAdmixtureParity:
+    """What a user of ADMIXTURE 1.3 types and reads back."""
+
+    @pytest.mark.parametrize(("words", "message"), [
+        # -c's value was read as the input, and the input blamed for not being a K
+        (["-c", "0.01"], "ADMIXTURE's -c (the stopping rule of the CV and bootstrap "
+         "refits) is not an option here: admixspec chooses that rule itself; -C sets "
+         "the point estimate's"),
+        (["-m", "em"], "ADMIXTURE's -m/--method is not an option here: maximum "
+         "likelihood is always ADMIXTURE's default, block relaxation with "
+         "quasi-Newton acceleration (-m block -a qn3)"),
+        (["--method=em"], "ADMIXTURE's -m/--method is not an option here: maximum "
+         "likelihood is always ADMIXTURE's default, block relaxation with "
+         "quasi-Newton acceleration (-m block -a qn3)"),
+        (["-a=sqs3"], "ADMIXTURE's -a/--acceleration is not an option here: maximum "
+         "likelihood is always ADMIXTURE's default, block relaxation with "
+         "quasi-Newton acceleration (-m block -a qn3)"),
+        (["-l", "10"], "ADMIXTURE's penalized estimation (-l/--lambda) is not "
+         "supported"),
+        (["--lambda=10"], "ADMIXTURE's penalized estimation (-l/--lambda) is not "
+         "supported"),
+        (["-P"], "ADMIXTURE's -P (projection onto PREFIX.K.P.in) is --project PFILE "
+         "here: give the reference's .P file, e.g. --project ref.3.P"),
+        (["--haploid=male:23,24"], "ADMIXTURE's --haploid is not supported: every "
+         "call is read as diploid, a haploid one as homozygous (as PLINK 1 stores "
+         "it)"),
+        (["--chunks", "4"], "unrecognized arguments: --chunks"),
+    ])
+    def test_run__options_it_lacks_are_named_before_the_rest_is_read(
+        self, words, message, tmp_path, capsys
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", *words, str(tmp_path / "absent.bed"), "3"])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec run: error: {message} (see 'admixspec run --help')"]
+
+    def test_run__K_before_the_input_says_the_input_comes_first(self, tmp_path,
+                                                                capsys):
+        # the hint was -K's ("-K takes every value after it"), and no -K was given
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", "3", str(tmp_path / "absent.bed")])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"admixspec run: error: argument K: not a K value or range: "
+            f"'{tmp_path / 'absent.bed'}'; give the input first, then K, as ADMIXTURE "
+            "takes them (see 'admixspec run --help')"]
+
+    @pytest.mark.parametrize(("flag", "what", "attached"), [
+        ("--cv", "folds", "--cv=3"), ("-B", "replicates", "-B3")])
+    def test_run__K_taken_as_a_count_says_so(self, flag, what, attached, tmp_path,
+                                             capsys):
+        # ADMIXTURE reads `data.bed --cv 3` as K = 3; here --cv takes the 3, and
+        # the error said only that K was missing
+        with pytest.raises(SystemExit) as exit_info:
+            main(["run", str(tmp_path / "absent.bed"), flag, "3"])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            "admixspec run: error: the following arguments are required: K (after "
+            f"the input, as ADMIXTURE takes it, or -K); '{flag} 3' read 3 as the "
+            f"number of {what} ({attached} says so); give K after the input (see "
+            "'admixspec run --help')"]
+
+    @pytest.mark.parametrize("subcommand", ["run", "plot", "summary"])
+    def test_minus_K_twice_takes_both(self, subcommand):
+        # the second -K replaced the first: `-K 2 -K 4` fitted K = 4 alone
+        argv = {"run": ["run", "d.bed"], "plot": ["plot", "x", "-o", "x.png"],
+                "summary": ["summary", "x"]}[subcommand]
+        assert _parse([*argv, "-K", "2", "-K", "4"]).K == [[2], [4]]
+
+    def test_run__pgen_input_names_the_outputs_and_pop_after_its_prefix(
+        self, plink_fixture, tmp_path, capsys, monkeypatch
+    ):
+        # they were sim.pgen.2.Q and sim.pgen.pop, where ADMIXTURE's are sim.2.Q
+        # and sim.pop (likewise a .vcz store's)
+        pytest.importorskip("pgenlib")
+        plink2 = shutil.which("plink2")
+        if plink2 is None:
+            pytest.skip("plink2 not installed")
+        pgen = tmp_path / "pgen" / "sim"
+        pgen.parent.mkdir()
+        subprocess.run([plink2, "--bfile", str(plink_fixture), "--make-pgen", "--out",
+                        str(pgen), "--threads", "1"], check=True, capture_output=True)
+        pgen.with_suffix(".pop").write_text("A\n" * 5 + "B\n" * 5 + "-\n" * 10)
+        monkeypatch.chdir(tmp_path)
+        code, _, err = run(["run", pgen.with_suffix(".pgen"), "2", "--supervised",
+                            "-q", "-j", "1"], capsys)
+        assert (code, err) == (0, "")
+        assert sorted(path.name for path in tmp_path.glob("sim.2.*")) == [
+            "sim.2.P", "sim.2.P.snps", "sim.2.Q", "sim.2.json", "sim.2.log"]
+
+    def test_run__K_1_writes_Q_as_1_as_admixture_does(self, plink_fixture, tmp_path,
+                                                        capsys):
+        # ADMIXTURE's hapmap3.1.Q is 1.000000 on every row; ours was 0.999990
+        code, _, _ = run(["run", plink_fixture, "1", "--out", tmp_path / "x", "-q",
+                          "-j", "1"], capsys)
+        assert code == 0
+        assert set((tmp_path / "x.1.Q").read_text().splitlines()) == {"1.000000"}
+
+    def test_run__K_the_individuals_cannot_take_names_the_input(self, plink_fixture,
+                                                                  tmp_path, capsys):
+        assert_one_line_error(
+            capsys, ["run", plink_fixture, "20", "--out", tmp_path / "x", "-q"], 2,
+            f"{plink_fixture}: K must be smaller than the number of individuals "
+            "(20), got 20")
+
+    def test_summary__log_likelihood_keeps_the_logs_decimals(self, tmp_path, capsys):
+        # ADMIXTURE's HapMap3 K=3 stdout log, saved beside its Q as PREFIX.K.log:
+        # pandas printed -3.799887e+06 and the TSV -3799887.172
+        (tmp_path / "h.3.Q").write_text("0.2 0.3 0.5\n" * 4)
+        (tmp_path / "h.3.log").write_text(
+            "Loglikelihood: -3799887.171935\nCV error (K=3): 0.47835\n")
+        code, out, _ = run(["summary", tmp_path / "h"], capsys)
+        assert code == 0
+        assert out.splitlines()[1].split() == [
+            "3", "-", "-3799887.171935", "0.47835", "-", "True"]
+        code, _, _ = run(["summary", tmp_path / "h", "-o", tmp_path / "s.tsv"], capsys)
+        assert code == 0
+        assert (tmp_path / "s.tsv").read_text().splitlines()[1].split("\t") == [
+            "3", "", "-3799887.171935", "0.47835", "", "True"]
