@@ -77,7 +77,7 @@ class TestUsageErrors:
         status = main(["run", BED, "-K", "60", "--out", str(tmp_path / "x")])
         err = capsys.readouterr().err.strip().splitlines()
         assert status == 2
-        assert len(err) >= 1 and err[-1].startswith("admixspec: error: K")
+        assert len(err) >= 1 and err[-1].startswith(f"admixspec: error: {BED}: K")
         assert not list(tmp_path.iterdir())
 
     def test_missing_input__exit_1(self, tmp_path, capsys):
