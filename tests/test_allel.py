@@ -101,6 +101,31 @@ class TestFromAllel:
                                  variants=example_callset)
         assert np.array_equal(lazy_result.dosage, from_callset(example_callset).dosage)
 
+    def test_from_allel__one_alt_column_still_skips_a_third_allele(self, cases_vcf):
+        # read_vcf(numbers={"ALT": 1}) keeps only the first ALT: the calls 1/2
+        # and 0/2 of "multi" would otherwise be read as REF/ALT calls
+        callset = allel.read_vcf(str(cases_vcf), numbers={"ALT": 1})
+        genotypes = from_callset(callset)
+        assert genotypes.variants["id"].tolist() == ["snp", "half", "mono"]
+        assert genotypes.filter_log[0]["details"]["multiallelic"] == 1
+
+    def test_from_allel__masked_calls_are_missing(self, cases_vcf):
+        callset = allel.read_vcf(str(cases_vcf))
+        calls = allel.GenotypeArray(callset["calldata/GT"])
+        mask = np.zeros(calls.shape[:2], dtype=bool)
+        mask[0, 0] = mask[3, 2] = True  # snp in a, half in c
+        calls.mask = mask
+        genotypes = from_allel(calls, variants=callset)
+        expected = [[-1, 1, 0, -1], [-1, 1, -1, 2], [2, 2, -1, 2]]
+        assert genotypes.dosage.T.tolist() == expected
+        masked = np.ma.masked_array(callset["calldata/GT"],
+                                    np.repeat(mask[:, :, None], 2, axis=2))
+        assert from_allel(masked, variants=callset).dosage.T.tolist() == expected
+        da = pytest.importorskip("dask.array")
+        lazy = allel.GenotypeDaskArray(da.from_array(callset["calldata/GT"]))
+        lazy.mask = mask
+        assert from_allel(lazy, variants=callset).dosage.T.tolist() == expected
+
     @pytest.mark.parametrize(
         ("calls", "kwargs", "message"),
         [
@@ -109,6 +134,9 @@ class TestFromAllel:
             (np.zeros((3, 4, 2), np.int8), {"samples": ["a"]}, "samples has 1 IDs"),
             (np.zeros((3, 4, 2), np.int8), {"variants": {"ALT": np.array(["A"] * 3)}},
              "no REF"),
+            (np.zeros((3, 4, 2), np.int8),
+             {"variants": {"REF": np.array(["A"] * 2), "ALT": np.array(["G"] * 2)}},
+             "variants has 2 rows but genotype_array has 3"),
         ],
     )
     def test_from_allel__bad_input_is_input_error(self, calls, kwargs, message):

@@ -148,3 +148,38 @@ class TestReadPgen:
         with pytest.raises(InputError, match=r"example\.pvar: region chr1 selects no "
                            r"variants \(the file's chromosomes: 1\)$"):
             read_pgen(example_pgen, region="chr1")
+
+    def test_pgen__pvar_info_with_spaces_reads_as_plink2_does(self, example_pgen,
+                                                              tmp_path):
+        # PLINK 2 writes tab-separated .pvar files, and reads an INFO value with a
+        # space in it (VCF 4.3 allows them) as one field
+        _copy_fileset(example_pgen, tmp_path, ".pgen", ".psam")
+        lines = example_pgen.with_suffix(".pvar").read_text().splitlines()
+        header = [i for i, line in enumerate(lines) if line.startswith("#CHROM")][0]
+        lines[header] += "\tINFO"
+        lines[header + 1 :] = [f"{line}\tNOTE=two words;AF=0.5"
+                               for line in lines[header + 1 :]]
+        (tmp_path / "x.pvar").write_text("\n".join(lines) + "\n")
+        plink2("--pfile", str(tmp_path / "x"), "--make-bed", "--out",
+               str(tmp_path / "y"))  # PLINK 2 takes it
+        pgen = read_pgen(tmp_path / "x")
+        bed = read_genotypes(DATA / "example.bed", drop_monomorphic=False)
+        assert np.array_equal(pgen.dosage, bed.dosage)
+        assert pgen.variants.equals(bed.variants)
+
+    def test_pgen__space_separated_records_under_a_tab_header(self, example_pgen,
+                                                              tmp_path):
+        _copy_fileset(example_pgen, tmp_path, ".pgen", ".pvar")
+        lines = example_pgen.with_suffix(".psam").read_text().splitlines()
+        (tmp_path / "x.psam").write_text(
+            "\n".join([lines[0], *(" ".join(line.split()) for line in lines[1:])])
+            + "\n")
+        assert read_pgen(tmp_path / "x").samples.tolist() == \
+            read_pgen(example_pgen).samples.tolist()
+
+    def test_pgen__a_tab_ending_each_record_is_no_field(self, example_pgen, tmp_path):
+        _copy_fileset(example_pgen, tmp_path, ".pgen", ".pvar")
+        lines = example_pgen.with_suffix(".psam").read_text().splitlines()
+        (tmp_path / "x.psam").write_text("".join(f"{line}\t\n" for line in lines))
+        assert read_pgen(tmp_path / "x").samples.tolist() == \
+            read_pgen(example_pgen).samples.tolist()

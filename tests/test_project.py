@@ -48,9 +48,29 @@ class TestSupervised:
         with pytest.raises(UsageError):
             fit_supervised(sim_fixture.genotypes.dosage, 2, labels)
 
+    def test_fit_supervised__k_below_population_count_names_them(self, sim_fixture):
+        labels = ["YRI", "CEU", "-", "CHB"] * 15
+        with pytest.raises(UsageError, match=r"K=2 is smaller than the 3 reference "
+                           r"populations in the labels \(YRI, CEU, CHB\)$"):
+            fit_supervised(sim_fixture.genotypes.dosage, 2, labels)
+
+    def test_fit_supervised__a_label_spelled_two_ways_warns(self, sim_fixture):
+        labels = [p if i < 30 else "-" for i, p in enumerate(sim_fixture.populations)]
+        labels[3] = labels[3].upper()
+        with pytest.warns(UserWarning, match=r"the labels 'pop1', 'POP1' differ only "
+                          "in case"):
+            res = fit_supervised(sim_fixture.genotypes.dosage, 4, labels, seed=0)
+        assert res.populations == ["pop1", "pop2", "pop3", "POP1"]
+
     def test_fit_supervised__no_labels_raises(self, sim_fixture):
         with pytest.raises(InputError):
             fit_supervised(sim_fixture.genotypes.dosage, 3, ["-"] * 60)
+
+    def test_fit_supervised__no_labels_message_names_the_labels_taken_as_none(
+            self, sim_fixture):
+        with pytest.raises(InputError, match=r"every label is empty or one of '-', "
+                           r"'\.', 'NA', 'None', 'nan', which name none\)$"):
+            fit_supervised(sim_fixture.genotypes.dosage, 3, ["NA"] * 30 + ["."] * 30)
 
     def test_read_pop__no_reference_label_names_the_file(self, tmp_path):
         path = tmp_path / "ref.pop"

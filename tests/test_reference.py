@@ -53,6 +53,19 @@ class TestReferenceIndividuals:
             fit_admixture(G, 2, reference_size=size)
 
 
+    @pytest.mark.parametrize("size", [2, 3])
+    def test_fit_admixture__reference_of_at_most_k_individuals_is_a_usage_error(
+            self, size, tmp_path):
+        sim = simulate_balding_nichols(40, 200, 3, seed=1)
+        message = rf"K=3 needs a reference of more than 3 individuals, got {size} "
+        with pytest.raises(UsageError, match=message):
+            fit_admixture(sim.genotypes, 3, reference_size=size, seed=1)
+        write_plink(tmp_path / "cohort", sim.genotypes)  # and streamed from disk
+        streamed = open_streamed(tmp_path / "cohort.bed", memory_bytes=4_000)
+        with pytest.raises(UsageError, match=message):
+            fit_admixture(streamed, 3, reference_size=size, seed=1, device="cpu")
+
+
 class TestFitWithReference:
     def test_fit_with_reference__projected_error_near_reference_error(
         self, cohort_fixture, cohort_fit_fixture

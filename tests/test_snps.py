@@ -60,7 +60,7 @@ class TestMatchSnps:
         assert match.counts == {
             "reference": 8, "target": 8, "ambiguous": 2, "by_position": 3, "by_id": 1,
             "matched": 4, "flipped": 2, "strand": 1, "allele_mismatch": 1,
-            "duplicate": 0, "missing": 1, "target_only": 4,
+            "duplicate": 0, "missing": 1, "target_only": 1,
         }
 
     def test_ambiguous_kept__matched_as_given_never_complemented(self):
@@ -90,6 +90,16 @@ class TestMatchSnps:
         np.testing.assert_array_equal(match.target, np.arange(len(variants)))
         np.testing.assert_array_equal(match.reference, np.arange(len(variants)))
         assert not match.flip.any()
+
+    def test_target_only__not_the_reference_snps_it_dropped(self):
+        # a target that is a part of the reference has no SNP "not in the
+        # reference", whatever was dropped (ambiguous, other alleles)
+        target = REFERENCE.iloc[[0, 1, 3, 5, 7]].copy()
+        target.loc[5, "other"] = "T"  # rs6: other alleles at the same position
+        match = match_snps(REFERENCE, target)
+        assert match.counts["matched"] == 2
+        assert match.counts["target_only"] == 0
+        assert "0 target SNPs not in the reference" in match.describe()
 
     def test_describe__one_line_with_every_count(self):
         line = match_snps(REFERENCE, TARGET).describe()
@@ -159,6 +169,37 @@ class TestProjectionReference:
         snps_path(path).write_text(format_snps(table))
         with pytest.raises(InputError, match=r"only 0 of its 100 SNPs \(0.0%\)"):
             projection_reference(path, example_fixture)
+
+
+    def test_below_minimum_overlap__says_how_many_were_ambiguous(self, tmp_path):
+        genotypes = Genotypes(np.array([[0, 1, 2, 1], [2, 1, 0, 1]], dtype=np.int8),
+                              np.array(["a", "b"]), REFERENCE.iloc[:4].copy())
+        path = tmp_path / "r.1.P"
+        path.write_text("0.5\n" * 4)
+        snps_path(path).write_text(format_snps(REFERENCE.iloc[:4]))
+        with pytest.raises(InputError, match=r"only 3 of its 4 SNPs \(75.0%\) .*; 1 of "
+                           r"them, strand-ambiguous \(A/T, C/G\), were dropped "
+                           r"\(--keep-ambiguous keeps them\)$"):
+            projection_reference(path, genotypes, min_overlap=0.9)
+
+    @pytest.mark.parametrize(("path", "used"), [
+        ("ml-svd", True), ("spectral+ml+projection+joint", True), ("supervised", True),
+        ("projection", False), ("ml-svd+projection", False),
+        ("spectral+streamed+projection", False),
+    ])
+    def test_reference_q__only_of_a_run_that_fitted_p_on_it(self, example_fixture,
+                                                             tmp_path, path, used):
+        # a projection run's Q is of the projected individuals; a reference fit's
+        # of everyone, while its P is the reference's: neither tells P's noise
+        p_path = tmp_path / "r.2.P"
+        p_path.write_text("0.2 0.8\n" * example_fixture.n_snps)
+        (tmp_path / "r.2.Q").write_text("0.5 0.5\n" * 10)
+        (tmp_path / "r.2.json").write_text(json.dumps({"path": path}))
+        reference = projection_reference(p_path, example_fixture)
+        assert (reference.reference_q is not None) is used
+        if not used:
+            assert any("r.2.Q is" in line and "taken as exact" in line
+                       for line in reference.lines)
 
 
 def _recoded_half(genotypes, rows, *, seed):
@@ -249,6 +290,12 @@ class TestProjectCommand:
         assert P.shape == (len(shared), 3)
         assert read_snps(f"{out}.3.P.snps")["id"].tolist() == \
             genotypes.variants["id"].to_numpy()[shared].tolist()
+        # projected again onto that P: the Q beside it is of the projected
+        # individuals, not of those P was fitted on, so P is taken as exact
+        again = tmp_path / "again"
+        assert main(["run", str(vcf), "-K", "3", "--project", f"{out}.3.P",
+                     "--out", str(again), "-q"]) == 0
+        np.testing.assert_allclose(read_q(f"{again}.3.Q"), expected_plain, atol=1e-5)
 
     def test_too_little_overlap__one_line_error(self, example_fixture, tmp_path, capsys):
         path = tmp_path / "r.3.P"

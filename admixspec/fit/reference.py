@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ..backends import current_device
+from ..core.exceptions import UsageError
 from ..core.threads import thread_limit
 from ..ml.debias import debiased_project, p_covariance
 from ..ml.likelihood import Engine, loglikelihood, make_engine
@@ -83,6 +84,19 @@ def reference_individuals(n_individuals: int, size: int, *, seed=None) -> np.nda
     rng = np.random.default_rng(seed)
     rows = rng.choice(n_individuals, size=int(size), replace=False)
     return np.sort(rows).astype(np.int64)
+
+
+def _check_reference_K(K: int, size: int) -> None:
+    """Refuse a reference of no more individuals than K (as :func:`check_K` a cohort).
+
+    Raises
+    ------
+    UsageError
+        ``K >= size``.
+    """
+    if K >= size:
+        raise UsageError(f"K={K} needs a reference of more than {K} individuals, got "
+                         f"{size} (reference_size, --reference-size)")
 
 
 def reference_sample(genotypes, reference_size: int, *, seed=None):
@@ -233,6 +247,7 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
     """
     m = G.shape[0]
     rows = reference_individuals(m, reference_size, seed=options.seed)
+    _check_reference_K(K, len(rows))
     start = time.perf_counter()
     logger.info("reference: fitting %d of %d individuals (random, seed %s)",
                 len(rows), m, options.seed)
@@ -376,6 +391,7 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
     source = genotypes.chunks
     m, n = source.n_individuals, source.n_snps
     o = options
+    _check_reference_K(K, min(reference_size, m))
     rows, snps, G_ref = reference_sample(genotypes, reference_size, seed=o.seed)
     logger.info("reference: %d of %d individuals (random, seed %s) on %d of %d SNPs in "
                 "memory", len(rows), m, o.seed, len(snps), n)

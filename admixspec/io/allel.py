@@ -11,11 +11,13 @@ VCF reader does (:mod:`admixspec.io.vcf`):
   scikit-allel stores a haploid call in a diploid array as a half call
   (``[0, -1]``), so such calls are missing here, where the VCF reader reads
   them as homozygous; a ploidy-1 array is read as homozygous calls;
+* a call that the array's scikit-allel ``mask`` (or a numpy masked array's
+  mask) hides is missing, as scikit-allel counts it;
 * only biallelic SNPs are kept: with ``variants`` the REF/ALT rules of the
-  VCF reader apply (multiallelic, indel and symbolic sites skipped); without
-  it, variants whose calls use an allele index above 1 are skipped as
-  multiallelic. The counts are in the ``"biallelic_snp"`` entry of
-  :attr:`Genotypes.filter_log`.
+  VCF reader apply (multiallelic, indel and symbolic sites skipped); with or
+  without it, variants whose calls use an allele index above 1 are skipped as
+  multiallelic (an ALT field read with one column hides the others). The
+  counts are in the ``"biallelic_snp"`` entry of :attr:`Genotypes.filter_log`.
 
 scikit-allel is the optional ``allel`` extra; this module only needs numpy
 and accepts any array of that shape (``GenotypeArray``,
@@ -39,12 +41,31 @@ BLOCK_SIZE = 8192
 _SNP_BASES = np.array(sorted(SNP_BASES))
 
 
+def _computed(array) -> np.ndarray:
+    return np.asarray(array.compute() if hasattr(array, "compute") else array)
+
+
 def _block(genotype_array, start: int, stop: int) -> np.ndarray:
-    """Calls of variants ``start:stop`` as an int ndarray (computes dask blocks)."""
+    """Calls of variants ``start:stop`` as an int ndarray (computes dask blocks).
+
+    Calls that a scikit-allel ``mask`` (shape (variants, samples)) or a numpy
+    masked array hides are missing (-1), as scikit-allel counts them.
+    """
     part = genotype_array[start:stop]
-    if hasattr(part, "compute"):
-        part = part.compute()
-    return np.asarray(part)
+    mask = getattr(part, "mask", None)
+    # scikit-allel's wrappers hold the calls in .values (a dask array's compute
+    # fails on a masked GenotypeDaskArray)
+    calls = _computed(getattr(part, "values", part))
+    if mask is None:
+        return calls
+    mask = _computed(mask).astype(bool)
+    if mask.ndim == 3:  # numpy.ma: per allele
+        mask = mask.any(axis=2)
+    if not mask.any():
+        return calls
+    calls = np.array(calls)
+    calls[np.broadcast_to(mask, calls.shape[:2])] = -1
+    return calls
 
 
 def _ref_dosage(calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -141,6 +162,16 @@ def _generated_variants(n_variants: int) -> pd.DataFrame:
     return table
 
 
+def _check_variants_length(variants, n_variants: int) -> None:
+    """Refuse variant fields of another length than the calls' variants."""
+    column = next((c for name in ("REF", "POS", "CHROM", "ID", "ALT", "ALT_1")
+                   if (c := _column(variants, name)) is not None), None)
+    if column is not None and len(column) != n_variants:
+        raise InputError(
+            f"variants has {len(column)} rows but genotype_array has {n_variants}"
+        )
+
+
 def _check_shape(genotype_array, samples) -> tuple[int, int, int]:
     shape = tuple(getattr(genotype_array, "shape", ()))
     if len(shape) != 3:
@@ -202,20 +233,19 @@ def from_allel(genotype_array, *, samples=None, variants=None) -> Genotypes:
     if variants is None:
         table, skipped = _generated_variants(n_variants), {"multiallelic": 0}
     else:
+        _check_variants_length(variants, n_variants)
         table, skipped = _variant_table(variants, n_variants)
-        if len(table) != n_variants:
-            raise InputError(
-                f"variants has {len(table)} rows but genotype_array has {n_variants}"
-            )
     dosage = np.empty((n_samples, n_variants), dtype=np.int8)
     seen_multi = np.zeros(n_variants, dtype=bool)
     for start in range(0, n_variants, BLOCK_SIZE):
         stop = min(start + BLOCK_SIZE, n_variants)
         block, seen_multi[start:stop] = _ref_dosage(_block(genotype_array, start, stop))
         dosage[:, start:stop] = block.T
-    if variants is None:
-        table["keep"] = ~seen_multi
-        skipped["multiallelic"] = int(seen_multi.sum())
+    # with variants too: an ALT field cut to one allele (read_vcf's numbers=
+    # {"ALT": 1}) hides a third allele that the calls still use
+    hidden = seen_multi & table["keep"].to_numpy()
+    table["keep"] &= ~seen_multi
+    skipped["multiallelic"] += int(hidden.sum())
     keep = table.pop("keep").to_numpy()
     if not keep.all():
         dosage = dosage[:, keep]

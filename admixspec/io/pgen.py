@@ -20,6 +20,7 @@ hard calls are read (a ``.pgen``'s imputed dosages are ignored).
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -60,15 +61,22 @@ def pgen_prefix(path) -> Path:
     return path.with_suffix("") if path.suffix in _SUFFIXES else path
 
 
-def _count_meta_lines(path: Path) -> tuple[int, str | None]:
-    """Number of leading ``##`` lines, and the ``#``-header line after them."""
+def _count_meta_lines(path: Path) -> tuple[int, str | None, bool]:
+    """Number of leading ``##`` lines, the ``#``-header line after them, and tabs.
+
+    The last is whether the header and the first line after it are split by
+    tabs, as PLINK 2 writes them.
+    """
     n_meta = 0
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             if not line.startswith("##"):
-                return n_meta, line.rstrip("\n") if line.startswith("#") else None
+                if not line.startswith("#"):
+                    return n_meta, None, False
+                first = next(handle, "")
+                return n_meta, line.rstrip("\n"), "\t" in line and "\t" in first
             n_meta += 1
-    return n_meta, None
+    return n_meta, None, False
 
 
 def _read_plink2_table(
@@ -77,8 +85,10 @@ def _read_plink2_table(
     """Read a ``.pvar``/``.psam`` as str columns named as in its ``#`` header.
 
     Without a ``#`` header line the file is in PLINK 1 layout (``.bim`` or
-    ``.fam`` columns), as PLINK 2 allows. With ``needed``, only those columns
-    are parsed (a ``.pvar``'s INFO column can dwarf the rest).
+    ``.fam`` columns), as PLINK 2 allows. Fields are split at any whitespace,
+    or only at tabs where the header and the first record are tab-separated,
+    as PLINK 2 writes them: a ``.pvar``'s INFO may then hold spaces. With
+    ``needed``, only those columns are parsed (INFO can dwarf the rest).
     """
     if not path.exists():
         if Path(str(path) + ".zst").exists():
@@ -91,21 +101,30 @@ def _read_plink2_table(
             f"file not found (the {kind} file of the PLINK 2 fileset)", path=path
         )
     try:
-        n_meta, header = _count_meta_lines(path)
+        n_meta, header, tabs = _count_meta_lines(path)
     except UnicodeDecodeError as error:
         raise InputError(f"cannot parse {kind} file ({error})", path=path) from None
-    names = header.lstrip("#").split() if header else headerless
+    if header is None:
+        names = headerless
+    else:
+        fields = header.lstrip("#").rstrip().split("\t" if tabs else None)
+        names = [name.strip() for name in fields]
     missing = [name for name in needed if name not in names]
     if missing:
         raise InputError(
             f"no {', '.join(missing)} column in the {kind} header", path=path
         )
     try:
-        table = pd.read_csv(
-            path, sep=r"\s+", skiprows=n_meta + (1 if header else 0), header=None,
-            names=names, usecols=list(needed) or None, dtype=str, na_filter=False,
-            engine="c",
-        )
+        with warnings.catch_warnings():
+            # index_col=False: a tab ending a record is no extra field; a short
+            # record, which pandas warns of, is refused below
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            table = pd.read_csv(
+                path, sep="\t" if tabs else r"\s+",
+                skiprows=n_meta + (1 if header else 0), header=None, names=names,
+                usecols=list(needed) or None, dtype=str, na_filter=False, engine="c",
+                index_col=False if tabs else None,
+            )
     except pd.errors.EmptyDataError:
         table = pd.DataFrame({name: pd.Series(dtype=object) for name in headerless})
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:

@@ -25,6 +25,7 @@ Every step is a table join (pandas), no Python loop over SNPs.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,7 +147,8 @@ class SnpMatch:
         ``ambiguous`` (A/T or C/G SNPs dropped), ``allele_mismatch`` (at the
         same position or ID but other alleles), ``duplicate`` (dropped: more
         than one partner), ``missing`` (reference SNPs the target lacks) and
-        ``target_only`` (target SNPs the reference lacks).
+        ``target_only`` (target SNPs the reference lacks: none of its SNPs
+        has their chromosome and position, or their ID).
     """
 
     reference: np.ndarray
@@ -205,6 +207,19 @@ def _complement(alleles: pd.Series) -> pd.Series:
 
 def _is_ambiguous(table: pd.DataFrame) -> np.ndarray:
     return (_complement(table["counted"]) == table["other"]).to_numpy()
+
+
+def _present(table: pd.DataFrame, other: pd.DataFrame) -> np.ndarray:
+    """Which SNPs of ``table`` ``other`` has: at their position, or by their ID.
+
+    Whatever their alleles: a target SNP that the reference has but that was
+    dropped (strand-ambiguous, other alleles, duplicate) is not "target only".
+    """
+    keys = ["chrom", "pos"]
+    at_position = pd.MultiIndex.from_frame(table[keys]).isin(
+        pd.MultiIndex.from_frame(other[keys]))
+    ids = other.loc[other["id"] != ".", "id"]
+    return at_position | ((table["id"] != ".") & table["id"].isin(ids)).to_numpy()
 
 
 def _pairs(reference: pd.DataFrame, target: pd.DataFrame, on) -> pd.DataFrame:
@@ -293,7 +308,7 @@ def match_snps(reference: pd.DataFrame, target: pd.DataFrame, *,
         allele_mismatch=int(mismatch.sum()),
         duplicate=int(duplicate.sum()),
         missing=int((~matched & ~drop_ref & ~mismatch & ~duplicate).sum()),
-        target_only=int(len(tgt) - len(pairs)),
+        target_only=int((~_present(tgt, ref)).sum()),
     )
     return SnpMatch(
         reference=pairs["row_r"].to_numpy(dtype=np.int64),
@@ -334,8 +349,35 @@ class ProjectionInput:
     reference_q: np.ndarray | None = None
 
 
+def _not_the_reference(prefix: str) -> str | None:
+    """Why the run ``prefix`` (``PREFIX.K``) wrote a Q of others than P was fitted on.
+
+    From the run's JSON (its ``path``): a projection (``projection``, or a
+    reference fit's ``...+projection``) fits P on nobody or on a reference
+    drawn from its individuals, so its Q's rows do not tell how noisy P is.
+    None where the fit's Q is of the individuals P was fitted on, or without
+    a readable JSON (e.g. ADMIXTURE's run).
+    """
+    try:
+        record = json.loads(Path(prefix + ".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    path = str(record.get("path", "")) if isinstance(record, dict) else ""
+    if path == "projection":
+        return "a projection run's Q, of individuals projected onto a P fitted on others"
+    if path.endswith("+projection"):
+        return ("everyone's Q of a run that fitted P on a random reference drawn from "
+                "them (--reference-size)")
+    return None
+
+
 def _reference_q(p_path, K: int):
-    """The reference's Q beside its P (``PREFIX.K.P`` -> ``PREFIX.K.Q``), if there."""
+    """The reference's Q beside its P (``PREFIX.K.P`` -> ``PREFIX.K.Q``), if there.
+
+    Not the Q of a run whose JSON says that its Q is not (only) of the
+    individuals P was fitted on (:func:`_not_the_reference`): then P is taken
+    as exact, and the log line says why.
+    """
     from .admixture import read_q
 
     name = str(p_path)
@@ -344,6 +386,11 @@ def _reference_q(p_path, K: int):
     q_path = Path(name[:-2] + ".Q")
     if not q_path.is_file():
         return None, []
+    why = _not_the_reference(name[:-2])
+    if why is not None:
+        return None, [f"Projection: {q_path.name} is {why}: it does not give the "
+                      "sampling noise of P, which is taken as exact (as "
+                      "--plain-projection)"]
     Q = read_q(q_path)
     if Q.shape[1] != K:
         return None, []
@@ -377,7 +424,9 @@ def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
     -------
     ProjectionInput
         With the reference run's Q when ``PREFIX.K.Q`` lies beside
-        ``PREFIX.K.P`` with K columns.
+        ``PREFIX.K.P`` with K columns, unless the run's ``PREFIX.K.json``
+        says it was a projection (its Q is not of the individuals P was
+        fitted on).
 
     Raises
     ------
@@ -416,10 +465,13 @@ def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
     match = match_snps(reference, genotypes.variants, ambiguous=ambiguous)
     matched, total = match.counts["matched"], match.counts["reference"]
     if matched < max(min_overlap * total, 1):
+        n_ambiguous = match.counts["ambiguous"]
         raise InputError(
             f"only {matched} of its {total} SNPs ({100 * matched / max(total, 1):.1f}%) "
             "match the target's by chromosome, position and alleles or by ID, below "
-            f"the minimum overlap {100 * min_overlap:g}% (--min-overlap)",
+            f"the minimum overlap {100 * min_overlap:g}% (--min-overlap)"
+            + (f"; {n_ambiguous} of them, strand-ambiguous (A/T, C/G), were dropped "
+               "(--keep-ambiguous keeps them)" if n_ambiguous else ""),
             path=table_path)
     return ProjectionInput(match.reference_p(P), match.target, match,
                            [match.describe(), *q_lines], reference_q)

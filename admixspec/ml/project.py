@@ -206,6 +206,19 @@ def reference_populations(labels) -> list[str]:
     return list(dict.fromkeys(x for x in named if x not in UNKNOWN_LABELS))
 
 
+def _warn_same_names(populations) -> None:
+    """Warn of labels that differ only in case (two components, one population?)."""
+    folded: dict = {}
+    for name in populations:
+        folded.setdefault(name.casefold(), []).append(name)
+    for names in folded.values():
+        if len(names) > 1:
+            warnings.warn(
+                f"the labels {', '.join(map(repr, names))} differ only in case: each is "
+                "a reference population of its own (a component each); spell a "
+                "population one way", UserWarning, stacklevel=4)
+
+
 @validate_params({"dosage": Dosage(), "K": Interval(int, 1, allow_none=True),
                   "tol": Interval(float, 0, closed="neither"),
                   "max_iter": Interval(int, 1),
@@ -247,12 +260,14 @@ def fit_supervised(dosage, K: int | None, labels, *, tol: float = 1e-4,
     m, n = G.shape
     clean, populations = _parse_labels(labels, m)
     if not populations:
+        names = ", ".join(repr(x) for x in sorted(UNKNOWN_LABELS - {""}))
         raise InputError("no individual has a reference population label (every "
-                         "label is '-' or empty)")
+                         f"label is empty or one of {names}, which name none)")
     K = len(populations) if K is None else K
     if K < len(populations):
         raise UsageError(f"K={K} is smaller than the {len(populations)} reference "
-                         "populations in the labels")
+                         f"populations in the labels ({', '.join(populations)})")
+    _warn_same_names(populations)
     index = {p: k for k, p in enumerate(populations)}
     rows = np.array([i for i, x in enumerate(clean) if x is not None], dtype=np.int64)
     comps = np.array([index[clean[i]] for i in rows], dtype=np.int64)
