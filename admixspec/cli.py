@@ -859,7 +859,11 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
     from .fit.admixture import fit_admixture
-    from .fit.reference import DEFAULT_REFERENCE_SIZE, reference_hint
+    from .fit.reference import (
+        DEFAULT_REFERENCE_SIZE,
+        check_reference_size,
+        reference_hint,
+    )
     from .io.common import write_all_or_none
 
     Ks = sorted(set(_flat(args.K)))
@@ -869,6 +873,8 @@ def _fit_and_write(args: argparse.Namespace) -> int:
             check_K(K, genotypes.n_individuals)
         except UsageError as error:
             raise UsageError(f"{args.input}: {error}") from None
+        if args.reference_size and args.reference_size < genotypes.n_individuals:
+            check_reference_size(K, args.reference_size)
     projection = None
     if args.project:
         genotypes, projection = _projection_input(args, genotypes)

@@ -224,6 +224,18 @@ class TestCli:
         assert record["diagnostics"]["reference"]["seed"] == 1
         assert "Reference: 100 of 300" in (tmp_path / "out.2.log").read_text()
 
+    def test_run__reference_no_larger_than_a_K_is_refused_before_any_K_is_written(
+            self, small_fixture, tmp_path, capsys):
+        # K = 2 was fitted and written, then K = 3 failed at its fit
+        write_plink(tmp_path / "cohort", small_fixture.genotypes)
+        code = main(["run", str(tmp_path / "cohort.bed"), "-K", "2", "3",
+                     "--reference-size", "3", "--out", str(tmp_path / "o"), "-q"])
+        assert code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            "admixspec: error: K=3 needs a reference of more than 3 individuals, got 3 "
+            "(reference_size, --reference-size)"]
+        assert sorted(p.name for p in tmp_path.glob("o*")) == []
+
     def test_run__reference_size_with_project_is_a_usage_error(self, small_fixture,
                                                                 tmp_path, capsys):
         write_plink(tmp_path / "cohort", small_fixture.genotypes)

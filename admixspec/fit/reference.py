@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_REFERENCE_SIZE",
     "REFERENCE_RULE",
+    "check_reference_size",
     "fit_streamed",
     "fit_with_reference",
     "reference_hint",
@@ -86,8 +87,14 @@ def reference_individuals(n_individuals: int, size: int, *, seed=None) -> np.nda
     return np.sort(rows).astype(np.int64)
 
 
-def _check_reference_K(K: int, size: int) -> None:
-    """Refuse a reference of no more individuals than K (as :func:`check_K` a cohort).
+def check_reference_size(K: int, size: int) -> None:
+    """Refuse a reference of no more individuals than K (as ``check_K`` a cohort).
+
+    Parameters
+    ----------
+    K : int
+    size : int
+        Individuals in the reference.
 
     Raises
     ------
@@ -247,7 +254,7 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
     """
     m = G.shape[0]
     rows = reference_individuals(m, reference_size, seed=options.seed)
-    _check_reference_K(K, len(rows))
+    check_reference_size(K, len(rows))
     start = time.perf_counter()
     logger.info("reference: fitting %d of %d individuals (random, seed %s)",
                 len(rows), m, options.seed)
@@ -391,7 +398,7 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
     source = genotypes.chunks
     m, n = source.n_individuals, source.n_snps
     o = options
-    _check_reference_K(K, min(reference_size, m))
+    check_reference_size(K, min(reference_size, m))
     rows, snps, G_ref = reference_sample(genotypes, reference_size, seed=o.seed)
     logger.info("reference: %d of %d individuals (random, seed %s) on %d of %d SNPs in "
                 "memory", len(rows), m, o.seed, len(snps), n)
