@@ -150,6 +150,12 @@ class TestAdmixtureFormats:
                                                             None]
         assert read_pop(path).tolist() == ["CEU", "YRI"]
 
+    def test_read_pop__a_byte_order_mark_is_not_part_of_the_first_label(self, tmp_path):
+        # '\ufeffCEU' was a population apart from the other CEU lines
+        path = tmp_path / "x.pop"
+        path.write_text("CEU\nCEU\nYRI\n", encoding="utf-8-sig")
+        assert read_pop(path, n_individuals=3).tolist() == ["CEU", "CEU", "YRI"]
+
     def test_read_pop__line_with_two_fields_is_an_error(self, tmp_path):
         # the words after the first would each have made one more population
         path = write_text_file(tmp_path / "x.pop", "CEU\n-\nYRI extra\nYRI\n")

@@ -245,7 +245,8 @@ def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
         population.
     """
     path = Path(path)
-    with reading(path, "a .pop file"), open(path, encoding="utf-8") as handle:
+    # utf-8-sig: a byte-order mark (Windows editors) is not part of the first label
+    with reading(path, "a .pop file"), open(path, encoding="utf-8-sig") as handle:
         lines = handle.read().splitlines()
     # trailing blank lines beyond the individuals are an editor's, not unknown
     # individuals; up to their number they are individuals of unknown ancestry
