@@ -775,12 +775,15 @@ def _check_calls(genotypes, *, fits_p: bool) -> None:
             ", ..." if uncalled.size > 3 else "")
 
 
-def _p_rows_line(genotypes, p_file: Path) -> str:
+def _p_rows_line(genotypes, p_file: Path, projection=None) -> str:
     """What the rows of PREFIX.K.P are, for the log: every SNP read, or which remain."""
     removed = sum(entry["removed"] for entry in genotypes.filter_log
                   if entry.get("unit") == "variants")
     text = f"P rows: {genotypes.n_snps} SNPs, named in {p_file.name}.snps"
-    if removed:
+    if projection is not None:
+        text += (", the target's SNPs that the --project P has (SNP matching above), "
+                 "with that P's rows")
+    elif removed:
         text += (f" ({removed} of the {genotypes.n_snps + removed} variants read were "
                  "removed by the filters above)")
     else:
@@ -801,7 +804,7 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
     lines = run_header(genotypes, **provenance)
     if projection is not None:
         lines += projection.lines
-    lines += [_p_rows_line(genotypes, p_file)] + result.log_lines
+    lines += [_p_rows_line(genotypes, p_file, projection)] + result.log_lines
     files = {
         output_path(prefix, K, "Q"): format_q(result.Q),
         p_file: format_matrix(result.P, "P"),

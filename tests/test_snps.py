@@ -273,6 +273,10 @@ class TestProjectCommand:
         removed[kept] = False
         n_missing = int((removed & ~_ambiguous(genotypes.variants)).sum())
         assert f"{n_missing} reference SNPs missing from the target" in log
+        # P's rows are the matched SNPs, not "one per variant read"
+        assert (f"P rows: {len(shared)} SNPs, named in projected.3.P.snps, the "
+                "target's SNPs that the --project P has (SNP matching above), with "
+                "that P's rows") in log
         assert "Projection: corrected for the sampling noise of P, estimated from 30" \
             in log
         record = json.loads(Path(f"{out}.3.json").read_text())
