@@ -12,7 +12,7 @@ import pytest
 
 from admixspec import fit_admixture, read_q, simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.core.exceptions import UsageError
+from admixspec.core.exceptions import InputError, UsageError
 from admixspec.io import read_plink, write_plink
 from admixspec.ml.likelihood import Engine
 from admixspec.ml.newton import BlockNewton
@@ -93,6 +93,40 @@ def test_from_bed__workers_read_the_file(client_fixture, sim_fixture, tmp_path):
     Q, P = sim_fixture.Q[rows], sim_fixture.P[columns]
     np.testing.assert_array_equal(chunks.n_observed, (G >= 0).sum(axis=1))
     assert _relative(Engine(chunks, K).loglik(Q, P), Engine(G, K).loglik(Q, P)) < 1e-12
+
+
+def test_from_bed__prefix_with_a_dot(client_fixture, sim_fixture, tmp_path):
+    # "cohort.v2" is a prefix: its files are cohort.v2.fam, not cohort.fam
+    write_plink(tmp_path / "cohort.v2", sim_fixture.genotypes)
+    for path in (tmp_path / "cohort.v2.bed", tmp_path / "cohort.v2"):
+        chunks = DaskChunks.from_bed(client_fixture, path)
+        assert (chunks.n_individuals, chunks.n_snps) == (60, 1500)
+
+
+def test_from_bed__size_that_disagrees_is_the_readers_error(client_fixture,
+                                                            sim_fixture, tmp_path):
+    write_plink(tmp_path / "sim", sim_fixture.genotypes)
+    os.truncate(tmp_path / "sim.bed", 1000)
+    with pytest.raises(InputError, match=r"sim\.bed: size 1000 bytes disagrees"):
+        DaskChunks.from_bed(client_fixture, tmp_path / "sim.bed")
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_streamed_bed_the_workers_cannot_read__error_names_it(
+        client_fixture, sim_fixture, tmp_path, damage):
+    # checked by the client, then gone or cut short where the workers read it
+    # (a cluster's nodes that do not see the file at the same path)
+    from admixspec.io.bed_chunks import BedChunks
+
+    write_plink(tmp_path / "sim", sim_fixture.genotypes)
+    source = BedChunks(tmp_path / "sim.bed", 60, 1500)
+    if damage == "missing":
+        os.remove(tmp_path / "sim.bed")
+    else:
+        os.truncate(tmp_path / "sim.bed", 1000)
+    with pytest.raises(InputError, match=r"^\S*sim\.bed: cannot read as a PLINK 1 "
+                       r"\.bed file on a Dask worker \((OSError|ValueError): "):
+        DaskChunks.from_bed_chunks(client_fixture, source)
 
 
 def test_use_client__streamed_bed_is_read_by_the_workers(client_fixture, sim_fixture,

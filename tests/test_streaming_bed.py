@@ -1,15 +1,19 @@
 """The .bed chunk source: the reader's dosages bit for bit, one chunk in memory."""
 
+import io
 import logging
+import os
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from admixspec import simulate_balding_nichols
+from admixspec.core.exceptions import InputError
 from admixspec.core.genotypes import snp_statistics
 from admixspec.core.parameters import check_params
-from admixspec.io import read_genotypes, streamed, write_plink
+from admixspec.io import bed_chunks, read_genotypes, streamed, write_plink
 from admixspec.io.bed_chunks import CODE_DOSAGE, BedChunks, _decode
 from admixspec.io.plink import read_plink
 from admixspec.io.reader import open_streamed
@@ -54,6 +58,47 @@ def test_kept_rows_and_scattered_columns(fileset):
             path, keep=keep, drop_monomorphic=False).dosage)
     inner = source.subset(rows=np.arange(0, 77, 2), columns=np.arange(10, 200))
     np.testing.assert_array_equal(inner.read(), G[np.ix_(rows[::2], columns[10:200])])
+
+
+def test_few_kept_individuals__byte_buffer_no_larger_than_the_chunk(fileset):
+    # a file row holds all 203 individuals (51 bytes); with 10 kept, a chunk of
+    # 128 file rows took 5x the int8 chunk's bytes, outside the --memory budget
+    path, _ = fileset
+    G = read_plink(path).dosage
+    rows = np.arange(0, 200, 20)
+    source = BedChunks(path, *G.shape, rows=rows, chunk_snps=128)
+    np.testing.assert_array_equal(source.chunk(0, 128), G[rows, :128])
+    assert source._raw.nbytes <= 10 * 128
+    np.testing.assert_array_equal(source.statistics()[0],
+                                  snp_statistics(G[rows])[0])
+
+
+class _ShortReads(io.FileIO):
+    """A file whose reads return at most 7 bytes (as one over 2 GiB does, or NFS)."""
+
+    def readinto(self, buffer):
+        return super().readinto(memoryview(buffer)[:7])
+
+
+def test_short_reads_are_read_on(fileset, monkeypatch):
+    path, _ = fileset
+    G = read_plink(path).dosage
+    monkeypatch.setattr(bed_chunks, "open", lambda name, mode, buffering: _ShortReads(
+        name, mode), raising=False)
+    np.testing.assert_array_equal(BedChunks(path, *G.shape, chunk_snps=128).read(), G)
+
+
+def test_file_truncated_while_streamed__one_line_error(fileset, tmp_path):
+    path, _ = fileset
+    copy = tmp_path / "cut.bed"
+    copy.write_bytes(Path(path).read_bytes())
+    source = BedChunks(copy, 203, 700, chunk_snps=128)
+    source.chunk(0, 128)
+    os.truncate(copy, 3 + 300 * 51)
+    with pytest.raises(InputError) as error:
+        source.chunk(256, 384)
+    assert str(error.value) == (f"{copy}: file ended early: 15303 bytes, expected "
+                                "35703 (it was truncated or replaced while being read)")
 
 
 def test_decoder__any_rows_in_any_order_across_steps_of_snps(fileset):

@@ -17,9 +17,12 @@ the ``.bim`` column-6 allele (A2), -1 missing.
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 
+from ..core.exceptions import InputError
 from .errors import reading
 from .plink import fileset_file, open_fileset, padding_error, plink_prefix, variant_table
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
@@ -116,7 +119,8 @@ class BedChunks(StreamedChunks):
 
         What a consumer that decodes the 2-bit codes itself reads (the GPU
         engine copies them to the device as they are): no int8 matrix is
-        formed, and the host holds one byte buffer of :attr:`chunk_snps` rows.
+        formed, and the host holds one byte buffer of at most :attr:`chunk_snps`
+        rows, and no more bytes than the int8 chunk would take.
 
         Parameters
         ----------
@@ -144,7 +148,12 @@ class BedChunks(StreamedChunks):
         """The file rows of kept SNPs ``start:stop``, read (as :meth:`bed_bytes`)."""
         width = stop - start
         if self._raw is None:
-            self._raw = np.empty((self.chunk_snps, self.bytes_per_snp), dtype=np.uint8)
+            # no larger than the int8 chunk: a file row holds every individual
+            # of the file, so with few of them kept (--keep) a chunk of rows
+            # can be many times the budget's chunk; it is then read in spans
+            rows = min(self.chunk_snps, max(
+                1, self.chunk_snps * self.n_individuals // self.bytes_per_snp))
+            self._raw = np.empty((rows, self.bytes_per_snp), dtype=np.uint8)
         wanted = self.columns[start:stop]
         with open(self.path, "rb", buffering=0) as handle:
             done = 0
@@ -154,13 +163,18 @@ class BedChunks(StreamedChunks):
                                             "left")) - done
                 span = int(wanted[done + count - 1] - first) + 1
                 handle.seek(3 + int(first) * self.bytes_per_snp)
-                view = memoryview(self._raw[:span].reshape(-1))
-                if handle.readinto(view) != view.nbytes:
-                    raise OSError(f"{self.path}: file ended early (truncated .bed?)")
+                _read_fully(handle, self._raw[:span].reshape(-1), self._truncated)
                 self._check_padding(self._raw[:span], int(first))
                 yield done, self._raw[:span], wanted[done:done + count] - first
                 done += count
 
+    def _truncated(self, handle) -> InputError:
+        """The error for a file that has shrunk since it was checked (a short read)."""
+        size = os.fstat(handle.fileno()).st_size
+        expected = 3 + self.n_variants * self.bytes_per_snp
+        return InputError(f"file ended early: {size} bytes, expected {expected} "
+                          "(it was truncated or replaced while being read)",
+                          path=self.path)
 
     def _check_padding(self, raw: np.ndarray, first: int) -> None:
         """Refuse SNP rows ``first`` onward (``raw``) with non-zero padding bits.
@@ -173,6 +187,22 @@ class BedChunks(StreamedChunks):
             written = np.flatnonzero(raw[:, -1] >> (2 * used))
             if len(written):
                 raise padding_error(self.path, self.n_samples, first + int(written[0]))
+
+
+def _read_fully(handle, buffer: np.ndarray, truncated) -> None:
+    """Fill ``buffer`` from ``handle``, raising ``truncated(handle)`` at end of file.
+
+    One read returns fewer bytes than asked for at the end of the file, but
+    also without it: Linux reads at most 2 GiB at a time (0x7ffff000 bytes),
+    and a network file system may return less.
+    """
+    view = memoryview(buffer)
+    filled = 0
+    while filled < view.nbytes:
+        count = handle.readinto(view[filled:])
+        if not count:
+            raise truncated(handle)
+        filled += count
 
 
 def open_streamed_bed(path, *, memory_bytes: float, samples=None, region=None,

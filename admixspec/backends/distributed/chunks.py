@@ -65,10 +65,17 @@ def _add_pair(left, right):
 
 
 def _read_bed_chunk(bed_path, n_samples, n_variants, rows, columns):
-    """One chunk of a ``.bed`` file, read by the worker that will hold it."""
+    """One chunk of a ``.bed`` file, read by the worker that will hold it.
+
+    What bed-reader raises on a file the worker cannot read (missing there,
+    shorter than the client saw) becomes an :class:`InputError` naming it:
+    it is no lost worker, so no rerun of the pass mends it.
+    """
+    from ...io.errors import reading
     from ...io.plink import read_bed_columns
 
-    return read_bed_columns(bed_path, n_samples, n_variants, rows, columns, 1)
+    with reading(bed_path, "a PLINK 1 .bed file on a Dask worker"):
+        return read_bed_columns(bed_path, n_samples, n_variants, rows, columns, 1)
 
 
 def workers_now(client) -> dict:
@@ -294,16 +301,24 @@ class DaskChunks:
         -------
         DaskChunks
             Genotypes count the A2 allele, as :func:`admixspec.io.read_plink`.
-        """
-        from ...io.plink import plink_prefix, read_bim, read_fam
 
-        prefix = plink_prefix(path)
-        n_samples = len(read_fam(prefix.with_suffix(".fam")))
-        n_variants = len(read_bim(prefix.with_suffix(".bim")))
+        Raises
+        ------
+        InputError
+            A ``.fam``, ``.bim`` or ``.bed`` that is missing or malformed, a
+            ``.bed`` whose size disagrees with them, or one that a worker
+            cannot read.
+        """
+        from ...io.plink import check_bed, plink_prefix, read_bim, read_fam
+
+        prefix = str(plink_prefix(path))  # "cohort.v2": no suffix to replace
+        n_samples = len(read_fam(prefix + ".fam"))
+        n_variants = len(read_bim(prefix + ".bim"))
+        check_bed(prefix + ".bed", n_samples, n_variants)
         rows = np.arange(n_samples) if rows is None else np.asarray(rows, np.intp)
         columns = np.arange(n_variants) if columns is None else np.asarray(columns,
                                                                            np.intp)
-        return cls._reading(client, prefix.with_suffix(".bed"), n_samples, n_variants,
+        return cls._reading(client, prefix + ".bed", n_samples, n_variants,
                             rows, columns, chunk_snps=chunk_snps, threads=threads,
                             traffic=traffic)
 
