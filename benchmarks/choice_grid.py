@@ -22,7 +22,8 @@ x unadmixed share {0, 10%, 25%} x two simulators, ``--replicates`` data sets eac
     ``bn`` cells draw them (Dirichlet rows, the unadmixed share one-hot), with
     ``block_rate=100``. ``--K`` keeps its cache in ``choice_grid/K<K>/``; the
     rule's constants were calibrated at K = 3, so every K > 3 data set is one
-    the rule never saw.
+    the rule never saw. At ``--K 2`` the ``mosaic`` cells also run, with YRI and
+    CEU as the two sources (``--simulators mosaic coalescent bn``).
 
 SNPs per data set, fewer than the suite's where needed to keep the grid runnable on a
 shared 2-core machine: 40,000 for 50 individuals, 20,000 for 200 and 10,000 for
@@ -125,8 +126,11 @@ ALPHAS = (0.1, 0.5, 1.0, 2.0, 10.0)
 SIZES = (50, 200, 1000)
 UNADMIXED = (0.0, 0.1, 0.25)
 SIMULATORS = ("mosaic", "bn")
-#: The grid's simulators at a K other than 3 (the mosaics have three sources).
+#: The grid's simulators at a K other than 3 (the mosaics have three sources,
+#: or two at K = 2: ``--simulators mosaic`` there).
 SIMULATORS_K = ("coalescent", "bn")
+#: The mosaics' sources of stdpopsim's OutOfAfrica_3G09, per K.
+MOSAIC_SOURCES = {2: ("YRI", "CEU"), 3: ("YRI", "CEU", "CHB")}
 N_SNPS = {50: 40_000, 200: 20_000, 1000: 10_000}
 FST = 0.1
 BLOCK_RATE = 100.0
@@ -176,11 +180,11 @@ def simulate(cell, replicate):
         sim = simulate_admixture(m, K, proportions=proportions, n_snps=N_SNPS[m],
                                  block_rate=BLOCK_RATE, seed=seed)
         return sim.genotypes.dosage, sim.Q
-    if K != 3:
-        raise SystemExit(f"the mosaic cells have three sources; K = {K} runs "
+    if K not in MOSAIC_SOURCES:
+        raise SystemExit(f"the mosaic cells have two or three sources; K = {K} runs "
                          f"--simulators {' '.join(SIMULATORS_K)}")
     return simulate_mosaic(seed, model="OutOfAfrica_3G09",
-                           sources=("YRI", "CEU", "CHB"), unadmixed=unadmixed,
+                           sources=MOSAIC_SOURCES[K], unadmixed=unadmixed,
                            alpha=alpha, n_individuals=m, n_snps=N_SNPS[m],
                            block_rate=BLOCK_RATE)
 

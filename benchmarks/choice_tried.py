@@ -70,6 +70,15 @@ the output.
     ``choice_grid.fits`` where not cached -- calibrated on replicate 1 and reported
     on 2-5: a cohort of 50 with a quarter unadmixed has about 4 per component,
     fewer than the threshold asks.
+``two``
+    The corner gate at K = 2 (``choice_grid.py fits --K 2 --simulators mosaic
+    coalescent bn``: mosaics of YRI and CEU, the seed paper's star tree of two
+    populations and Balding-Nichols data, the grid's cells). At K = 2
+    the anchor count always finds anchors (the two ends of a line of individuals
+    have a quarter of the line's length about them), so the corner gate decides
+    alone, and a K = 2 cloud reaches far nearer its corners than a K = 3 one of the
+    same alpha. Its threshold at rank 5 is calibrated on replicate 1 (the grid
+    below, neighbour-averaged) and reported on replicate 2, beside K = 3's 0.76.
 ``premise-absent``
     A second look where the spectral premise is absent (the default fitted
     plain ML there): when ML's own Q has individuals at fewer than half of
@@ -171,6 +180,8 @@ SPREADS = tuple(np.round(np.arange(0.04, 0.205, 0.01), 2))
 CORNER_RANKS = (1, 3, 5, 10, 20)
 CORNERS = tuple(np.round(np.arange(0.5, 1.001, 0.02), 2))
 INFEASIBILITIES = tuple(np.round(np.arange(0.0, 0.04, 0.001), 3))
+#: ``two``'s thresholds: finer near the corner, where a K = 2 cloud reaches.
+CORNERS_TWO = tuple(np.round(np.arange(0.76, 1.0001, 0.005), 3))
 
 
 def spread(Q):
@@ -371,6 +382,62 @@ def run_other_k(args):
         for i in moved:
             print(f"  {i['cell']}/{i['replicate']}: spectral {i['spectral']:.4f}, "
                   f"ML {i['ml']:.4f}; the rule {'ML' if majority(i) else 'spectral'}")
+
+
+def cell_table(rule, items):
+    """Per cell: data sets, mean spectral, ML and chosen errors, chosen / better."""
+    lines = ["| cell | n | spectral | spectral+ML | chosen | chosen / better "
+             "| chose ML |", "|---|---|---|---|---|---|---|"]
+    for name in dict.fromkeys(item["cell"] for item in items):
+        group = [item for item in items if item["cell"] == name]
+        spectral, ml = (np.mean([item[key] for item in group])
+                        for key in ("spectral", "ml"))
+        chosen = np.mean([item["ml"] if rule(item) else item["spectral"]
+                          for item in group])
+        ratio = chosen / min(spectral, ml)
+        lines.append(f"| {name} | {len(group)} | {spectral:.4f} | {ml:.4f} "
+                     f"| {chosen:.4f} | {ratio:.2f}{' ✗' if ratio > 1.1 else ''} | "
+                     f"{sum(map(rule, group))}/{len(group)} |")
+    return "\n".join(lines)
+
+
+def run_two(args):
+    """The corner gate at K = 2: K = 3's threshold, and one calibrated at K = 2."""
+    choice_grid.use_k(2)
+    items = features(choice_grid.cells(("mosaic", *choice_grid.SIMULATORS_K)))
+    grid = [(t,) for t in CORNERS_TWO]
+    (t,), _ = calibrate(lambda t: corner_gate(CORNER_RANK, t), grid,
+                        [i for i in items if i["replicate"] == 1],
+                        shape=(1, len(grid)))
+    reported = [i for i in items if i["replicate"] > 1]
+    spectral_runs = [i for i in reported if i["rare"] >= MIN_RARE_SHARE]
+    groups = {"calibration (rep. 1)": [i for i in items if i["replicate"] == 1],
+              "reported (reps. 2+)": reported,
+              "reported, spectral stage runs": spectral_runs}
+    for simulator in ("mosaic", "coalescent"):
+        groups[f"reported, {simulator}"] = [i for i in reported
+                                            if i["cell"].startswith(simulator)]
+    print(f"K = 2: {len(items)} cached fits; the K = 2 threshold calibrated on "
+          f"replicate 1: {CORNER_RANK}th highest >= {t:.3f}\n")
+    print("Per group: within 1.1x / within 1.25x of the better estimator / mean log "
+          "ratio / cells whose mean is over 1.1x (n data sets).\n")
+    print("| rule | " + " | ".join(groups) + " |")
+    print("|---|" + "---|" * len(groups))
+    rules = {f"K = 3's corner gate ({CORNER_RANK}th >= {CORNER_REACH})":
+             corner_gate(CORNER_RANK, CORNER_REACH),
+             f"K = 2's ({CORNER_RANK}th >= {t:.3f})": corner_gate(CORNER_RANK, t),
+             f"at the corner ({CORNER_RANK}th >= 1)": corner_gate(CORNER_RANK, 1.0)}
+    for label, rule in rules.items():
+        parts = []
+        for group in groups.values():
+            w11, w125, log_ratio, failing = score(rule, group)
+            parts.append(f"{w11:.1%} / {w125:.1%} / {log_ratio:.4f} / {len(failing)} "
+                         f"({len(group)})")
+        print(f"| {label} | " + " | ".join(parts) + " |")
+    label, rule = next(iter(rules.items()))
+    print(f"\n{label}, reported replicates, the cells where the spectral stage "
+          "runs:\n")
+    print(cell_table(rule, spectral_runs))
 
 
 def run_mlfit(args):
@@ -744,7 +811,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("stage", choices=("rules", "mlfit", "realdata", "snps",
                                           "other-k", "fresh", "issue-cases", "transfer",
-                                          "small", "premise-absent",
+                                          "small", "premise-absent", "two",
                                           "ascertained", "blend"))
     parser.add_argument("--K", type=int, default=5,
                         help="other-k: the grid's K (choice_grid.py fits --K)")
@@ -753,7 +820,7 @@ def main(argv=None):
      "snps": run_snps, "other-k": run_other_k, "fresh": run_fresh,
      "issue-cases": run_issue_cases,
      "transfer": run_transfer, "small": run_small,
-     "premise-absent": run_premise_absent,
+     "premise-absent": run_premise_absent, "two": run_two,
      "ascertained": run_ascertained, "blend": run_blend}[args.stage](args)
 
 

@@ -194,14 +194,15 @@ def _census_ancestry(ts, demography):
 def simulate_mosaic(seed, *, model, sources, unadmixed, missing=0.0,
                     sequence_length=10e6, block_rate=20.0, bp_per_morgan=1e8,
                     alpha=1.0, n_individuals=N_INDIVIDUALS, n_snps=N_SNPS):
-    """Mosaics of present-day haplotypes of three sources of a stdpopsim model.
+    """Mosaics of present-day haplotypes of the ``sources`` of a stdpopsim model.
 
     ``alpha`` (Dirichlet concentration of the admixed individuals' proportions),
     ``n_individuals`` and ``n_snps`` default to the suite's settings;
-    benchmarks/choice_grid.py varies them.
+    benchmarks/choice_grid.py varies them, and its K = 2 grid gives two sources.
     """
     import msprime
 
+    K = len(sources)  # the suite's three; the same draws as with the module's K
     homsap = _homsap(model)
     rng = np.random.default_rng(seed)
     ts = msprime.sim_ancestry(
