@@ -351,6 +351,21 @@ def run_rules(args):
                   f"spectral {item['spectral']:.3f}, ML {item['ml']:.3f}")
 
 
+def print_groups(rules, groups):
+    """A markdown table of each rule's :func:`score` on each group of data sets."""
+    print("Per group: within 1.1x / within 1.25x of the better estimator / mean log "
+          "ratio / cells whose mean is over 1.1x (n data sets).\n")
+    print("| rule | " + " | ".join(groups) + " |")
+    print("|---|" + "---|" * len(groups))
+    for label, rule in rules.items():
+        parts = []
+        for group in groups.values():
+            w11, w125, log_ratio, failing = score(rule, group)
+            parts.append(f"{w11:.1%} / {w125:.1%} / {log_ratio:.4f} / {len(failing)} "
+                         f"({len(group)})")
+        print(f"| {label} | " + " | ".join(parts) + " |")
+
+
 def run_other_k(args):
     """The gates calibrated at K = 3, scored on the grid at ``args.K`` (never seen)."""
     n, t, c = calibrated_gates(features())
@@ -362,19 +377,9 @@ def run_other_k(args):
         groups[f"{m} individuals"] = [i for i in unseen if i["m"] == m]
     print(f"K = {args.K}: {len(unseen)} cached fits; constants calibrated at K = 3 "
           f"(corner gate: {n}th highest >= {t:.2f}; infeasibility gate: {c:.3f})\n")
-    print("Per group: within 1.1x / within 1.25x of the better estimator / mean log "
-          "ratio / cells whose mean is over 1.1x (n data sets).\n")
-    print("| rule | " + " | ".join(groups) + " |")
-    print("|---|" + "---|" * len(groups))
-    for label, rule in (("the rule without the corner gate", majority),
-                        ("corner gate", corner_gate(n, t)),
-                        ("infeasibility gate", infeasibility_gate(c))):
-        parts = []
-        for group in groups.values():
-            w11, w125, log_ratio, failing = score(rule, group)
-            parts.append(f"{w11:.1%} / {w125:.1%} / {log_ratio:.4f} / {len(failing)} "
-                         f"({len(group)})")
-        print(f"| {label} | " + " | ".join(parts) + " |")
+    print_groups({"the rule without the corner gate": majority,
+                  "corner gate": corner_gate(n, t),
+                  "infeasibility gate": infeasibility_gate(c)}, groups)
     for label, rule in (("corner gate", corner_gate(n, t)),
                         ("infeasibility gate", infeasibility_gate(c))):
         moved = [i for i in unseen if rule(i) != majority(i)]
@@ -419,21 +424,11 @@ def run_two(args):
                                             if i["cell"].startswith(simulator)]
     print(f"K = 2: {len(items)} cached fits; the K = 2 threshold calibrated on "
           f"replicate 1: {CORNER_RANK}th highest >= {t:.3f}\n")
-    print("Per group: within 1.1x / within 1.25x of the better estimator / mean log "
-          "ratio / cells whose mean is over 1.1x (n data sets).\n")
-    print("| rule | " + " | ".join(groups) + " |")
-    print("|---|" + "---|" * len(groups))
     rules = {f"K = 3's corner gate ({CORNER_RANK}th >= {CORNER_REACH})":
              corner_gate(CORNER_RANK, CORNER_REACH),
              f"K = 2's ({CORNER_RANK}th >= {t:.3f})": corner_gate(CORNER_RANK, t),
              f"at the corner ({CORNER_RANK}th >= 1)": corner_gate(CORNER_RANK, 1.0)}
-    for label, rule in rules.items():
-        parts = []
-        for group in groups.values():
-            w11, w125, log_ratio, failing = score(rule, group)
-            parts.append(f"{w11:.1%} / {w125:.1%} / {log_ratio:.4f} / {len(failing)} "
-                         f"({len(group)})")
-        print(f"| {label} | " + " | ".join(parts) + " |")
+    print_groups(rules, groups)
     label, rule = next(iter(rules.items()))
     print(f"\n{label}, reported replicates, the cells where the spectral stage "
           "runs:\n")
