@@ -572,20 +572,63 @@ def _check_projection_K(p_path, P, Ks) -> None:
 
 
 def _supervised_labels(args, genotypes):
-    """The reference labels of ``--supervised`` (default: the input's .pop)."""
+    """The reference labels of ``--supervised`` (default: the input's .pop).
+
+    The .pop has a line per individual of the input, in its order (as
+    ADMIXTURE's); when ``--keep`` or ``--mind`` removed some, the lines of
+    the others are taken, matched by sample ID. A .pop with a line per
+    individual left is taken as it is.
+    """
     from .io import read_pop
     from .ml.project import reference_populations
 
     pop_path = args.supervised or _default_prefix(args.input) + ".pop"
     if not args.supervised:
         pop_path = str(Path(args.input).with_name(Path(pop_path).name))
-    labels = read_pop(pop_path, n_individuals=genotypes.n_individuals)
+    n = genotypes.n_individuals
+    n_input, rows = ((n, None) if args.keep is None and args.mind >= 1.0
+                     else _input_rows(args.input, genotypes))
+    if n_input == n:
+        labels = read_pop(pop_path, n_individuals=n)
+    else:
+        try:
+            labels = read_pop(pop_path, n_individuals=n_input)[rows]
+        except InputError:  # a line per individual left, else that count's error
+            labels = read_pop(pop_path, n_individuals=n)
     populations = reference_populations(labels)
+    if not populations:
+        raise InputError(f"none of the {n} individuals left after --keep/--mind has "
+                         "a reference population label", path=pop_path)
     smallest = min(_flat(args.K))
     if smallest < len(populations):  # before the first K's fit, naming the file
         raise InputError(f"K={smallest} is smaller than the {len(populations)} "
                          "reference populations it names", path=pop_path)
     return labels
+
+
+def _input_rows(path, genotypes):
+    """The input's individual count, and where those of ``genotypes`` are among them.
+
+    Matched by sample ID: FID and IID where both are known (PLINK, whose
+    IIDs may repeat across families), else IID.
+
+    Returns
+    -------
+    n_input : int
+    rows : numpy.ndarray, int64, shape (genotypes.n_individuals,)
+    """
+    import numpy as np
+
+    from .io.reader import input_samples
+
+    samples, families = input_samples(path)
+    kept = genotypes.samples
+    if families is not None and genotypes.families is not None:
+        samples = np.char.add(np.char.add(families, "\t"), samples)
+        kept = np.char.add(np.char.add(genotypes.families.astype(str), "\t"), kept)
+    order = np.argsort(samples, kind="stable")
+    at = np.searchsorted(samples, kept, sorter=order)
+    return len(samples), order[np.minimum(at, len(samples) - 1)]
 
 
 def run_fit(args: argparse.Namespace) -> int:
@@ -746,7 +789,8 @@ def _check_calls(genotypes, *, fits_p: bool) -> None:
     this counts the polymorphic ones (a projection, with P fixed, needs
     none), before the K hint and the first fit. Genotypes left on disk lost
     their monomorphic SNPs to the streamed filters and were checked by the
-    reader.
+    reader; their calls per individual were counted by the filters' pass
+    (:func:`admixspec.io.streamed.filter_streamed`), so they are not read here.
 
     Parameters
     ----------
@@ -762,10 +806,11 @@ def _check_calls(genotypes, *, fits_p: bool) -> None:
     from .fit.monomorphic import check_polymorphic, survey_calls
 
     if hasattr(genotypes, "chunks"):
-        return
-    n_polymorphic, uncalled = survey_calls(genotypes.dosage)
-    if fits_p:
-        check_polymorphic(n_polymorphic, genotypes.n_snps, path=genotypes.source)
+        uncalled = (genotypes.chunks.n_observed == 0).nonzero()[0]
+    else:
+        n_polymorphic, uncalled = survey_calls(genotypes.dosage)
+        if fits_p:
+            check_polymorphic(n_polymorphic, genotypes.n_snps, path=genotypes.source)
     if uncalled.size:
         shown = ", ".join(map(str, genotypes.samples[uncalled[:3]]))
         logger.warning(

@@ -721,6 +721,74 @@ class TestSupervised:
             "reference populations it names")
         assert not list(tmp_path.glob("o.*"))
 
+    @staticmethod
+    def _cohort(tmp_path, edit=None):
+        """30 x 200; its .pop of 30 lines: ind0, ind4, ... are A, ind2, ind6, ... B."""
+        import dataclasses
+
+        genotypes = simulate_balding_nichols(30, 200, 2, seed=1).genotypes
+        if edit is not None:
+            genotypes = dataclasses.replace(genotypes, dosage=genotypes.dosage.copy())
+            edit(genotypes.dosage)
+        write_plink(tmp_path / "x", genotypes)
+        (tmp_path / "x.pop").write_text("".join(
+            ("A" if i % 4 == 0 else "B" if i % 4 == 2 else "-") + "\n"
+            for i in range(30)))
+        return tmp_path / "x.bed"
+
+    def test_run__keep_takes_the_kept_individuals_lines_of_the_inputs_pop(
+            self, tmp_path, capsys):
+        # the .pop follows the .fam, as ADMIXTURE's: it was refused ("has 30
+        # lines but the genotypes have 15 individuals")
+        bed = self._cohort(tmp_path)
+        keep = tmp_path / "keep.txt"
+        keep.write_text("".join(f"ind{i}\n" for i in range(0, 30, 2)))  # A, B, A, ...
+        code, _, err = run(["run", bed, "-K", "2", "--supervised", "--keep", keep,
+                            "--out", tmp_path / "o", "-q", "-j", "1"], capsys)
+        assert code == 0, err
+        Q = read_q(tmp_path / "o.2.Q")
+        assert Q.shape == (15, 2)
+        np.testing.assert_allclose(Q[0::2, 0], 1, atol=1e-4)  # the A's
+        np.testing.assert_allclose(Q[1::2, 1], 1, atol=1e-4)  # the B's
+
+    def test_run__mind_takes_the_lines_of_the_individuals_it_leaves(self, tmp_path,
+                                                                   capsys):
+        def no_calls(dosage):
+            dosage[[0, 3]] = -1  # ind0 (A) and ind3 (-) are removed
+
+        bed = self._cohort(tmp_path, no_calls)
+        code, _, err = run(["run", bed, "-K", "2", "--supervised", "--mind", "0.5",
+                            "--out", tmp_path / "o", "-q", "-j", "1"], capsys)
+        assert code == 0, err
+        Q = read_q(tmp_path / "o.2.Q")
+        assert Q.shape == (28, 2)
+        # ind1, ind2 (B), ind4 (A): B is the first population named
+        np.testing.assert_allclose(Q[[1, 2], [0, 1]], 1, atol=1e-4)
+
+    def test_run__a_pop_of_the_kept_individuals_is_still_taken_as_is(self, tmp_path,
+                                                                    capsys):
+        bed = self._cohort(tmp_path)
+        keep = tmp_path / "keep.txt"
+        keep.write_text("".join(f"ind{i}\n" for i in range(10)))
+        (tmp_path / "kept.pop").write_text("A\n-\nB\n" + "-\n" * 7)
+        code, _, err = run(["run", bed, "-K", "2", "--supervised", tmp_path / "kept.pop",
+                            "--keep", keep, "--out", tmp_path / "o", "-q", "-j", "1"],
+                           capsys)
+        assert code == 0, err
+        np.testing.assert_allclose(read_q(tmp_path / "o.2.Q")[[0, 2], [0, 1]], 1,
+                                   atol=1e-4)
+
+    def test_run__a_pop_of_neither_count_is_the_one_line_error(self, tmp_path, capsys):
+        bed = self._cohort(tmp_path)
+        keep = tmp_path / "keep.txt"
+        keep.write_text("".join(f"ind{i}\n" for i in range(10)))
+        (tmp_path / "other.pop").write_text("A\nB\n" + "-\n" * 18)
+        assert_one_line_error(
+            capsys, ["run", bed, "-K", "2", "--supervised", tmp_path / "other.pop",
+                     "--keep", keep, "--out", tmp_path / "o", "-q"], 1,
+            f"{tmp_path / 'other.pop'}: has 20 lines but the genotypes have 10 "
+            "individuals")
+
 
 class TestMonomorphicSnps:
     def test_run__console_ends_on_the_files_log_likelihood(self, tmp_path, capsys):

@@ -129,3 +129,80 @@ def test_a_missing_bim_is_the_readers_one_line_error(tmp_path, flags, capsys):
     assert capsys.readouterr().err.strip().splitlines() == [
         f"admixspec: error: {tmp_path / 'toy.bim'}: file not found (the .bim file of "
         "the PLINK fileset)"]
+
+
+def test_individuals_without_a_call_are_named_when_streamed_too(tmp_path, capsys):
+    # the in-memory run warned of them; the streamed run skipped the check, though
+    # its filters had counted every individual's calls
+    import dataclasses
+
+    genotypes = simulate_balding_nichols(100, 6000, 2, seed=1).genotypes
+    dosage = genotypes.dosage.copy()
+    dosage[[3, 7]] = -1
+    write_plink(tmp_path / "uncalled", dataclasses.replace(genotypes, dosage=dosage))
+    bed = tmp_path / "uncalled.bed"
+    warning = (f"admixspec: {bed}: 2 individual(s) have no called genotype (ind3, "
+               "ind7): their Q rows only reflect the fit's start, not data; --mind "
+               "(e.g. --mind 0.99) removes them")
+    for name, flags in (("mem", []), ("streamed", ["--memory", "1"])):
+        assert main(["run", str(bed), "-K", "2", "--out", str(tmp_path / name), "-q",
+                     "-j", "1", *flags]) == 0
+        assert warning in capsys.readouterr().err.splitlines(), name
+    record = json.loads((tmp_path / "streamed.2.json").read_text())
+    assert "streamed" in record["diagnostics"]
+
+
+@pytest.mark.parametrize(("flags", "reference"), [
+    ([], "reference all 300 individuals, fitted in memory"),
+    (["--reference-size", 100], "reference 100 of 300 individuals (random), fitted"),
+])
+def test_streamed_log_says_whether_the_reference_is_everyone(cohort, flags, reference):
+    # it said "reference 300 individuals (random)" of the whole cohort
+    folder, _ = cohort
+    _, _, log = _run(folder, "who", "--memory", 2, *flags)
+    streamed = [line for line in log.splitlines() if line.startswith("Streamed: ")]
+    assert len(streamed) == 1 and reference in streamed[0], streamed
+
+
+@pytest.fixture(scope="module")
+def over_half_fixture(tmp_path_factory):
+    """100 x 6,000 on chromosome 1, positions 1-6000: 0.57 MiB, over half of 1 MiB."""
+    folder = tmp_path_factory.mktemp("over_half")
+    write_plink(folder / "toy", simulate_balding_nichols(100, 6000, 2, seed=2).genotypes)
+    return folder / "toy.bed"
+
+
+def _run_log(bed, out, capsys, *flags):
+    assert main(["run", str(bed), "-K", "2", "--out", str(out), "-j", "1",
+                 "--memory", "1", *map(str, flags)]) == 0
+    return capsys.readouterr().err
+
+
+def test_what_region_and_keep_select_decides_whether_to_stream(over_half_fixture,
+                                                               tmp_path, capsys):
+    # the whole file's 100 x 6000 decided, and the log said the 100 x 5000 of
+    # the region took "more than half of --memory 1 MiB"
+    keep = tmp_path / "keep.txt"
+    keep.write_text("".join(f"ind{i}\n" for i in range(80)))
+    for name, flags in (("region", ["--region", "1:1-5000"]),
+                        ("keep", ["--keep", keep])):
+        err = _run_log(over_half_fixture, tmp_path / name, capsys, *flags)
+        assert "streaming" not in err, name
+        assert "streamed" not in json.loads(
+            (tmp_path / f"{name}.2.json").read_text())["diagnostics"], name
+    err = _run_log(over_half_fixture, tmp_path / "whole", capsys)
+    assert ("SNPs (of 100 x 6000 selected: 0.57 MiB of int8 genotypes, more than half "
+            f"of --memory 1 MiB) from {over_half_fixture} in ") in err
+
+
+def test_streaming_log_names_the_selected_size_that_decided(over_half_fixture, tmp_path,
+                                                            capsys):
+    # 100 x 5500 selected (0.52 MiB) are streamed; --maf then removes SNPs, and
+    # what remains may be under half of the budget: the line says which size decided
+    err = _run_log(over_half_fixture, tmp_path / "x", capsys, "--region", "1:1-5500",
+                   "--maf", "0.2")
+    line = next(line for line in err.splitlines() if "streaming " in line)
+    n_snps = int(line.split(" individuals x ")[1].split()[0])
+    assert n_snps < 5500
+    assert (f"streaming 100 individuals x {n_snps} SNPs (of 100 x 5500 selected: 0.52 "
+            "MiB of int8 genotypes, more than half of --memory 1 MiB)") in line

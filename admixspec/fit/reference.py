@@ -400,8 +400,8 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
     o = options
     check_reference_size(K, min(reference_size, m))
     rows, snps, G_ref = reference_sample(genotypes, reference_size, seed=o.seed)
-    logger.info("reference: %d of %d individuals (random, seed %s) on %d of %d SNPs in "
-                "memory", len(rows), m, o.seed, len(snps), n)
+    logger.info("reference: %s on %d of %d SNPs in memory",
+                _reference_words(len(rows), m, seed=o.seed), len(snps), n)
     fit = fit_in_memory(G_ref, K, o)
     Q_ref, P, n_iter, converged = fit.Q, fit.P, fit.n_iter, fit.converged
     history: list = []
@@ -463,6 +463,20 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
     return dataclasses.replace(result, reference=rows if len(rows) < m else None)
 
 
+def _reference_words(size: int, m: int, *, seed=None) -> str:
+    """The reference for the log: everyone, or how many of ``m`` were drawn.
+
+    Examples
+    --------
+    >>> _reference_words(300, 300), _reference_words(100, 300, seed=2)
+    ('all 300 individuals', '100 of 300 individuals (random, seed 2)')
+    """
+    if size >= m:
+        return f"all {m} individuals"
+    drawn = "random" if seed is None else f"random, seed {seed}"
+    return f"{size} of {m} individuals ({drawn})"
+
+
 def _p_start(fit, snps, n):
     """A start for P on every SNP: the in-memory fit's P on its SNPs, 0.5 elsewhere.
 
@@ -498,8 +512,8 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, h
         lines.append(_convergence_line(n_iter, converged))
     lines += [
         (f"Streamed: {m} individuals x {n} SNPs read from disk in {len(source.bounds)} "
-         f"chunks of up to {source.chunk_snps} SNPs; reference {len(rows)} individuals "
-         f"(random), fitted in memory on {len(snps)} SNPs"),
+         f"chunks of up to {source.chunk_snps} SNPs; reference "
+         f"{_reference_words(len(rows), m)}, fitted in memory on {len(snps)} SNPs"),
     ] + ([correction_line(len(rows))] if projection["projection_corrected"] else []) + [
         f"Loglikelihood: {loglik:.6f}",
     ]

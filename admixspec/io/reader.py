@@ -14,19 +14,21 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..core.exceptions import InputError, UsageError
 from ..core.filters import apply_filters, check_usable, parse_indep_pairwise
 from ..core.genotypes import Genotypes, filter_lines
 from .bed_chunks import fileset_shape, open_streamed_bed
 from .errors import FORMAT_NAMES, reading
-from .pgen import pgen_prefix, read_pgen
-from .plink import plink_prefix, read_plink
+from .pgen import pgen_prefix, read_pgen, read_psam
+from .plink import open_fileset, plink_prefix, read_fam, read_plink
 from .streamed import StreamedGenotypes
-from .vcf import read_vcf
-from .vcz import is_vcz, open_streamed_vcz, read_vcz, store_shape
+from .vcf import read_vcf, read_vcf_samples
+from .vcz import is_vcz, open_streamed_vcz, read_vcz, store_samples, store_shape
 
-__all__ = ["detect_format", "input_shape", "memory_budget", "open_genotypes",
-           "open_streamed", "read_genotypes", "read_keep"]
+__all__ = ["detect_format", "input_samples", "input_shape", "memory_budget",
+           "open_genotypes", "open_streamed", "read_genotypes", "read_keep"]
 
 logger = logging.getLogger("admixspec")
 
@@ -234,14 +236,57 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
                            "drop_monomorphic": drop_monomorphic})
 
 
-def input_shape(path) -> tuple[int, int] | None:
+def input_shape(path, *, samples=None, region: str | None = None
+                ) -> tuple[int, int] | None:
     """Samples and variants of a streamable input (``.bed`` or ``.vcz``), else None.
 
-    Read from the ``.fam``/``.bim`` line counts or the store's array shapes,
-    without reading genotypes; it only feeds the decision to stream.
+    Those that ``samples`` and ``region`` select (``--keep``, ``--region``).
+    Without ``region``, the ``.fam``/``.bim`` line counts or the store's
+    array shapes, with ``len(samples)`` individuals when ``samples`` (the
+    ``--keep`` IDs) are given. With ``region``, the kept individuals and the
+    SNPs in it, as the readers choose them: the ``.fam`` and ``.bim`` (or
+    the store's positions and alleles) are read for that, before the
+    genotypes. No genotype is read; it only feeds the decision to stream.
     """
-    shape = {"plink": fileset_shape, "vcz": store_shape}.get(detect_format(path))
-    return None if shape is None else shape(path)
+    kind = detect_format(path)
+    if kind not in ("plink", "vcz"):
+        return None
+    with reading(path, FORMAT_NAMES[kind]):
+        if kind == "vcz":
+            return store_shape(path, samples=samples, region=region)
+        if region is None:
+            n_samples, n_variants = fileset_shape(path)
+            return (n_samples if samples is None else len(samples)), n_variants
+        fileset = open_fileset(path, samples, region)
+        return len(fileset.rows), len(fileset.columns)
+
+
+def input_samples(path) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every sample of an input, in file order, before ``--keep`` or ``--mind``.
+
+    Only the ``.fam``, ``.psam``, VCF header or the store's sample IDs are
+    read, not the genotypes.
+
+    Returns
+    -------
+    samples : numpy.ndarray of str, shape (n_samples,)
+        As :attr:`admixspec.Genotypes.samples` (the IIDs of a fileset).
+    families : numpy.ndarray of str, shape (n_samples,), or None
+        As :attr:`admixspec.Genotypes.families`: the FIDs of a ``.fam`` (or
+        of a ``.psam`` that has them), else None.
+    """
+    kind = detect_format(path)
+    with reading(path, FORMAT_NAMES[kind]):
+        if kind == "plink":
+            fam = read_fam(str(plink_prefix(path)) + ".fam")
+            return fam["iid"].to_numpy(dtype=str), fam["fid"].to_numpy(dtype=str)
+        if kind == "pgen":
+            psam = read_psam(str(pgen_prefix(path)) + ".psam")
+            return psam["IID"].to_numpy(dtype=str), (
+                psam["FID"].to_numpy(dtype=str) if "FID" in psam else None)
+        if kind == "vcz":
+            return store_samples(path), None
+        return read_vcf_samples(path), None
 
 
 def _physical_memory() -> int:
@@ -277,6 +322,18 @@ def memory_budget(memory_mib: float | None) -> tuple[float, str]:
                     "machine's memory")
 
 
+def _mib(n_bytes: float) -> str:
+    """Bytes in MiB for the log: two digits below 10 MiB, whole MiB above.
+
+    Examples
+    --------
+    >>> _mib(600_000), _mib(1_000_000_000)
+    ('0.57', '954')
+    """
+    mib = n_bytes / 2**20
+    return f"{mib:.2g}" if mib < 10 else f"{mib:.0f}"
+
+
 def _log_read(genotypes, source, seconds: float, streamed: str = "") -> None:
     for line in filter_lines(genotypes):
         logger.info("%s", line)
@@ -295,10 +352,10 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
     """Genotypes in memory, or left on disk when they would take over half the budget.
 
     What ``admixspec run`` reads: :func:`read_genotypes` when the int8
-    genotypes fit half of the memory budget (or the format cannot be
-    streamed), else :func:`open_streamed` (a PLINK ``.bed`` or a VCF Zarr
-    store, read chunk by chunk). Logs (INFO) what each filter removed and
-    what was read.
+    genotypes that ``keep`` and ``region`` select (:func:`input_shape`) fit
+    half of the memory budget (or the format cannot be streamed), else
+    :func:`open_streamed` (a PLINK ``.bed`` or a VCF Zarr store, read chunk by
+    chunk). Logs (INFO) what each filter removed and what was read.
 
     Parameters
     ----------
@@ -330,19 +387,20 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
     filters = {"region": region, "maf": maf, "geno": geno, "mind": mind}
     in_memory = {"drop_monomorphic": drop_monomorphic, "num_threads": num_threads,
                  **filters}
-    shape = input_shape(path) if stream else None
+    samples, shape = keep, None
+    if stream and detect_format(path) in ("plink", "vcz"):
+        samples = _samples(keep)
+        shape = input_shape(path, samples=samples, region=region)
     if shape is None:
         if stream and memory_mib is not None:
             logger.info("--memory: only a PLINK .bed or VCF Zarr store is streamed; "
                         "reading %s into memory", path)
-        genotypes = read_genotypes(path, keep=keep, indep_pairwise=indep_pairwise,
+        genotypes = read_genotypes(path, keep=samples, indep_pairwise=indep_pairwise,
                                    check=check, **in_memory)
         _log_read(genotypes, path, time.perf_counter() - start)
         return genotypes
     budget, budget_text = memory_budget(memory_mib)
-    samples = _samples(keep)
-    n_individuals = shape[0] if samples is None else len(samples)
-    n_snps = shape[1]
+    n_individuals, n_snps = shape  # what --keep and --region select, before filters
     if n_individuals * n_snps <= budget / 2:
         genotypes = read_genotypes(path, keep=samples, indep_pairwise=indep_pairwise,
                                    check=check, **in_memory)
@@ -357,9 +415,12 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
     if check:
         check_usable(genotypes)
     chunks = genotypes.chunks
+    # the size that decided is the one selected, before the filters removed any
+    selected = ("" if (genotypes.n_individuals, genotypes.n_snps) == shape
+                else f"of {n_individuals} x {n_snps} selected: ")
     _log_read(genotypes, path, time.perf_counter() - start, streamed=(
         f"streaming {genotypes.n_individuals} individuals x {genotypes.n_snps} SNPs "
-        f"({genotypes.n_individuals * genotypes.n_snps / 2**20:.0f} MiB of int8 "
-        f"genotypes, more than half of {budget_text}) from {path} in "
-        f"{len(chunks.bounds)} chunks of up to {chunks.chunk_snps} SNPs"))
+        f"({selected}{_mib(n_individuals * n_snps)} MiB of int8 genotypes, more "
+        f"than half of {budget_text}) from {path} in {len(chunks.bounds)} chunks of up "
+        f"to {chunks.chunk_snps} SNPs"))
     return genotypes

@@ -35,7 +35,8 @@ from .common import empty_region_error, region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 from .zarr_metadata import check_arrays, present_arrays
 
-__all__ = ["VczChunks", "is_vcz", "open_streamed_vcz", "read_vcz", "store_shape"]
+__all__ = ["VczChunks", "is_vcz", "open_streamed_vcz", "read_vcz", "store_samples",
+           "store_shape"]
 
 logger = logging.getLogger("admixspec")
 
@@ -411,10 +412,25 @@ class VczChunks(StreamedChunks):
             block, self.ploidy_counts, wanted, self._n_alt, self.path).T
 
 
-def store_shape(path) -> tuple[int, int]:
-    """Samples and variant records of a VCF Zarr store, from its array shapes."""
-    calls = _open_store(Path(path))["call_genotype"]
-    return int(calls.shape[1]), int(calls.shape[0])
+def store_shape(path, *, samples=None, region: str | None = None) -> tuple[int, int]:
+    """Samples and variants of a VCF Zarr store that ``samples`` and ``region`` select.
+
+    Without ``region``, from its array shapes (variant records, and
+    ``len(samples)`` samples when given); with it, the kept samples and the
+    biallelic SNPs in the region, as :func:`read_vcz` chooses them (positions
+    and alleles read, no genotype).
+    """
+    store = _open_store(Path(path))
+    if region is None:
+        n_variants, n_samples = store["call_genotype"].shape[:2]
+        return (int(n_samples) if samples is None else len(samples)), int(n_variants)
+    _, rows, columns, *_ = _biallelic_snps(store, samples, region, Path(path))
+    return len(rows), len(columns)
+
+
+def store_samples(path) -> np.ndarray:
+    """The sample IDs of a VCF Zarr store, in its order (str)."""
+    return _strings(_open_store(Path(path))["sample_id"])
 
 
 def open_streamed_vcz(path, *, memory_bytes: float, samples=None, region=None,
