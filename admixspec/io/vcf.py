@@ -26,7 +26,20 @@ Only biallelic SNPs are kept: REF a single base and ALT a single base, or
 no ALT at all (``.``; kept as a monomorphic site with other allele ``0``,
 like PLINK, so that the monomorphic filter reports it). Multiallelic sites,
 indels and symbolic or ``*`` alleles are skipped and counted under the
-``"biallelic_snp"`` entry of :attr:`Genotypes.filter_log`.
+``"biallelic_snp"`` entry of :attr:`Genotypes.filter_log`. The FILTER
+column is not read: records that failed a filter are kept, as PLINK 1.9
+and 2 keep them unless given ``--vcf-filter`` / ``--var-filter``; drop them
+first with ``bcftools view -f PASS,.``. Records are read in file order
+(unsorted files are accepted without ``--region``), and a position listed
+twice gives two SNPs, as in PLINK.
+
+Refused records
+---------------
+A kept record without GT in its FORMAT column, an ALT equal to REF, or a GT
+allele index beyond the site's ALT alleles is an :class:`InputError` naming
+the record's ``chrom:pos``; a record htslib cannot parse is one that quotes
+htslib's message. With ``--region`` a read error (a corrupt block, an index
+made before the file changed) is an error too, not the region's end.
 """
 
 from __future__ import annotations
@@ -38,6 +51,9 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
+import tempfile
+import threading
 import warnings
 import zlib
 from pathlib import Path
@@ -66,6 +82,9 @@ BLOCK_SIZE = 4096
 _BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
 _GZIP_MAGIC = b"\x1f\x8b"
 
+#: Held while file descriptor 2 points at an :class:`_HtslibLog` (one at a time).
+_STDERR_LOCK = threading.Lock()
+
 
 def _htslib_region(chrom, start, end) -> str:
     if start is None and end is None:
@@ -76,12 +95,15 @@ def _htslib_region(chrom, start, end) -> str:
 # --------------------------------------------------------------------------- checks
 
 
-def _check_compressed_file(path: Path) -> None:
-    """Reject truncated BGZF/gzip files before htslib half-reads them."""
+def _check_compressed_file(path: Path) -> bool:
+    """Reject truncated BGZF/gzip files before htslib half-reads them.
+
+    Returns whether the file is BGZF (which an index needs).
+    """
     with open(path, "rb") as handle:
         head = handle.read(18)
         if head[:2] != _GZIP_MAGIC:
-            return
+            return False
         is_bgzf = len(head) >= 16 and head[3] & 4 and head[12:14] == b"BC"
         handle.seek(0, os.SEEK_END)
         size = handle.tell()
@@ -92,7 +114,7 @@ def _check_compressed_file(path: Path) -> None:
                     "truncated or corrupt BGZF file (the end-of-file block is missing)",
                     path=path,
                 )
-            return
+            return True
     # Plain gzip: no end marker, so decompress once to validate (streaming).
     decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
     with open(path, "rb") as handle:
@@ -107,29 +129,93 @@ def _check_compressed_file(path: Path) -> None:
             raise InputError(f"corrupt gzip data ({error})", path=path) from None
     if not decompressor.eof:
         raise InputError("truncated gzip file (unexpected end of data)", path=path)
+    return False
 
 
 def _has_index(path: Path) -> bool:
     return any(Path(str(path) + suffix).exists() for suffix in (".tbi", ".csi"))
 
 
-@contextlib.contextmanager
-def _quiet_htslib():
-    """Silence htslib's own stderr messages (our errors carry the file name).
+def _warn_if_index_older(path: Path) -> None:
+    """Warn, as htslib does, when an index is older than its file (it may be stale).
 
-    Left alone when the ``admixspec`` logger is at DEBUG level.
+    A stale index sends a region query to the wrong places of the file: it
+    may read some of the region's records and miss the rest.
+    """
+    modified = path.stat().st_mtime
+    for suffix in (".csi", ".tbi"):
+        index = Path(str(path) + suffix)
+        if index.exists() and index.stat().st_mtime < modified:
+            logger.warning("%s: the index %s is older than the file; if the file "
+                           "changed after it was indexed, --region reads the wrong "
+                           "records: index it again ('tabix -f -p vcf' or "
+                           "'bcftools index -f')", path, index.name)
+
+
+class _HtslibLog:
+    """htslib's error messages, which it writes to the C stderr (file descriptor 2).
+
+    cyvcf2 raises only "error parsing variant" on a bad record, and ends a
+    region query at a read error (a corrupt block, a stale index) as if the
+    region had ended; htslib's own message says what went wrong.
+    """
+
+    def __init__(self, fd: int | None = None):
+        self._fd = fd
+
+    def error(self) -> str | None:
+        """htslib's first error message so far, without its ``[E::function]`` tag."""
+        if self._fd is None:
+            return None
+        size = os.fstat(self._fd).st_size
+        text = os.pread(self._fd, size, 0).decode("utf-8", "replace")
+        for line in text.splitlines():
+            if line.startswith("[E::"):
+                return line.split("] ", 1)[-1].strip().rstrip(":") or None
+        return None
+
+
+@contextlib.contextmanager
+def _htslib_log():
+    """Keep htslib's messages off the terminal; yield a :class:`_HtslibLog` of them.
+
+    Our errors carry the file name, and quote htslib's message where it
+    explains one. Left alone (messages shown as htslib writes them) when the
+    ``admixspec`` logger is at DEBUG level.
     """
     if logger.isEnabledFor(logging.DEBUG):
-        yield
+        yield _HtslibLog()
         return
     from cyvcf2.cyvcf2 import set_htslib_log_level
 
-    set_htslib_log_level(0)
-    try:
-        yield
-    finally:
-        level = os.environ.get("CYVCF2_HTSLIB_LOG_LEVEL", "3")
-        set_htslib_log_level(int(level) if level.isdigit() else 3)
+    level = os.environ.get("CYVCF2_HTSLIB_LOG_LEVEL", "3")
+    with _STDERR_LOCK, contextlib.ExitStack() as stack:
+        try:
+            sink = stack.enter_context(tempfile.TemporaryFile())
+            saved = os.dup(2)
+        except OSError:  # no stderr, or no temporary folder: htslib kept silent
+            set_htslib_log_level(0)
+            try:
+                yield _HtslibLog()
+            finally:
+                set_htslib_log_level(int(level) if level.isdigit() else 3)
+            return
+        with contextlib.suppress(AttributeError, ValueError):
+            sys.stderr.flush()
+        try:
+            os.dup2(sink.fileno(), 2)
+            set_htslib_log_level(1)  # errors only
+            yield _HtslibLog(sink.fileno())
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            set_htslib_log_level(int(level) if level.isdigit() else 3)
+            text = os.pread(sink.fileno(), os.fstat(sink.fileno()).st_size, 0)
+            # anything else written to stderr meanwhile goes where it was going
+            other = b"".join(line for line in text.splitlines(keepends=True)
+                             if line.strip() and not line.startswith((b"[E::", b"\t")))
+            if other:
+                os.write(2, other)
 
 
 def _open_vcf(path: Path, samples=None):
@@ -213,12 +299,12 @@ def read_vcf_samples(path) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise InputError("file not found", path=path)
-    with _quiet_htslib():
+    with _htslib_log():
         vcf = _open_vcf(path)
-    try:
-        return np.array(vcf.samples, dtype=str)
-    finally:
-        vcf.close()
+        try:
+            return np.array(vcf.samples, dtype=str)
+        finally:
+            vcf.close()
 
 
 def read_vcf(
@@ -253,28 +339,38 @@ def read_vcf(
     ------
     InputError
         Missing, truncated or unparsable file, no samples, no GT field, no
-        variant records, unknown sample IDs, region on an unindexed file.
+        variant records, unknown sample IDs, region on an unindexed (or not
+        BGZF) file, a read error inside the region, and the refused records
+        of the module docstring.
     """
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", path=path)
     if path.is_dir():
         raise InputError("is a directory, not a VCF/BCF file", path=path)
-    _check_compressed_file(path)
+    bgzf = _check_compressed_file(path)
     if region is not None:
         parse_region(region)
+        if not bgzf:
+            raise InputError(
+                "--region needs an indexed file, and an index needs BGZF "
+                "compression, which this file lacks (compress it with 'bgzip' "
+                "and index it with 'tabix -p vcf')",
+                path=path,
+            )
         if not _has_index(path):
             raise InputError(
                 "--region needs an indexed file (no .tbi/.csi next to it; "
                 "create one with 'tabix -p vcf' or 'bcftools index')",
                 path=path,
             )
+        _warn_if_index_older(path)
 
-    with _quiet_htslib():
-        return _read_vcf(path, samples, region, block_size)
+    with _htslib_log() as log:
+        return _read_vcf(path, samples, region, block_size, log)
 
 
-def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
+def _read_vcf(path: Path, samples, region, block_size, log: _HtslibLog) -> Genotypes:
     if region is not None:
         chrom, start, end = parse_region(region)
     vcf = _open_vcf(path)
@@ -296,7 +392,12 @@ def _read_vcf(path: Path, samples, region, block_size) -> Genotypes:
             # cyvcf2 warns "no intervals found for b'<path>'" for a contig the
             # index lacks; the InputError below says it in the file's terms
             warnings.filterwarnings("ignore", "no intervals found", UserWarning)
-            result = _read_records(iterator, len(file_samples), path, block_size)
+            result = _read_records(iterator, len(file_samples), path, block_size, log)
+        if region is not None and log.error() is not None:
+            # cyvcf2 ends a region query at a read error as if the region ended
+            raise InputError(f"cannot read region {region} ({log.error()}; if the "
+                             "file changed after it was indexed, index it again)",
+                             path=path)
         if region is not None and result[3] == 0:
             raise empty_region_error(region, vcf.seqnames, path)
     finally:
@@ -320,7 +421,8 @@ def _header_has_gt(vcf) -> bool:
     return False
 
 
-def _read_records(iterator, n_samples: int, path: Path, block_size: int):
+def _read_records(iterator, n_samples: int, path: Path, block_size: int,
+                  log: _HtslibLog):
     chrom_list: list[str] = []
     pos_list: list[int] = []
     id_list: list[str] = []
@@ -336,10 +438,6 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
     try:
         for variant in iterator:
             n_records += 1
-            if n_records == 1 and "GT" not in variant.FORMAT:
-                raise InputError(
-                    "has no GT (genotype) field in its FORMAT column", path=path
-                )
             ref = variant.REF
             alts = variant.ALT
             if len(alts) > 1:
@@ -355,7 +453,13 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
             if ref not in snp_bases or (alts and alt not in snp_bases):
                 skipped["symbolic_or_other"] += 1
                 continue
-            buffer.append(variant.genotype.array())
+            if alt.upper() == ref.upper():
+                raise InputError(f"record {variant.CHROM}:{variant.POS} has ALT allele "
+                                 f"{alt!r} equal to its REF allele {ref!r}", path=path)
+            try:
+                buffer.append(variant.genotype.array())
+            except Exception as error:  # cyvcf2 raises bare Exception
+                raise _genotype_error(variant, n_records, error, path, log) from None
             n_alt.append(len(alts))
             chrom_list.append(variant.CHROM)
             pos_list.append(variant.POS)
@@ -370,7 +474,8 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
         raise
     except Exception as error:  # htslib parse errors surface as bare exceptions
         raise InputError(
-            f"cannot parse VCF record {n_records + 1} ({error})", path=path
+            f"cannot parse VCF record {n_records + 1} ({log.error() or error})",
+            path=path,
         ) from None
     if buffer:
         blocks.append(_decode_buffer(buffer, n_alt, counts, path, chrom_list, pos_list))
@@ -391,6 +496,17 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int):
         }
     )
     return dosage, variants, skipped, n_records, counts
+
+
+def _genotype_error(variant, number: int, error: Exception, path: Path,
+                    log: _HtslibLog) -> InputError:
+    """The error for a record whose GT calls cyvcf2 cannot give."""
+    site = f"{variant.CHROM}:{variant.POS}"
+    if "GT" not in variant.FORMAT:
+        return InputError(f"record {site} has no GT (genotype) field in its FORMAT "
+                          "column", path=path)
+    return InputError(f"cannot parse VCF record {number} ({site}: "
+                      f"{log.error() or error})", path=path)
 
 
 def _decode_buffer(buffer: list, n_alt: list, counts: np.ndarray, path: Path,
