@@ -189,6 +189,23 @@ class TestBadCalls:
             else:
                 {"read_vcz": read_vcz, "read_genotypes": read_genotypes}[reader](store)
 
+    @pytest.mark.parametrize("reader", ["read_vcz", "open_streamed"])
+    def test_read_vcz__alt_equal_to_ref_is_refused_as_the_vcf_reader_does(
+            self, example_vcz_fixture, tmp_path, reader):
+        # the VCF reader and PLINK refuse it; the store read it as an SNP
+        import zarr
+
+        store = shutil.copytree(example_vcz_fixture, tmp_path / "same.vcz")
+        alleles = zarr.open_group(str(store), mode="r+")["variant_allele"]
+        ref = str(alleles[4321, 0])
+        alleles[4321, 1] = ref.lower()
+        site = re.escape(self.site(store, 4321))
+        with pytest.raises(InputError, match=rf"^\S*same\.vcz: variant {site} has ALT "
+                           rf"allele '{ref.lower()}' equal to its REF allele '{ref}'$"):
+            {"read_vcz": read_vcz,
+             "open_streamed": lambda path: open_streamed(path, memory_bytes=200_000),
+             }[reader](store)
+
     def test_read_vcz__call_beyond_the_alleles_of_a_dropped_sample_is_not_read(
             self, bad_store_fixture):
         store = bad_store_fixture(3)

@@ -163,9 +163,8 @@ def _alt_counts(alleles: np.ndarray) -> np.ndarray:
     return np.count_nonzero(alleles[:, 1:] != "", axis=1).astype(np.int16)
 
 
-def _bad_call_error(path: Path, variant: int, values: np.ndarray,
-                    n_alt: int) -> InputError:
-    """The error for store variant ``variant``, whose calls ``values`` hold a bad value.
+def _site(path: Path, variant: int) -> str:
+    """Store variant ``variant`` as ``contig:position (ID)``, for an error message.
 
     Only that variant's contig, position and ID are read from the store.
     """
@@ -176,6 +175,13 @@ def _bad_call_error(path: Path, variant: int, values: np.ndarray,
         name = str(_strings(store["variant_id"][variant : variant + 1])[0])
         if name not in ("", "."):
             site += f" ({name})"
+    return site
+
+
+def _bad_call_error(path: Path, variant: int, values: np.ndarray,
+                    n_alt: int) -> InputError:
+    """The error for store variant ``variant``, whose calls ``values`` hold a bad one."""
+    site = _site(path, variant)
     if int(values.max()) > n_alt:
         alleles = "1 ALT allele" if n_alt == 1 else f"{n_alt} ALT alleles"
         return InputError(f"variant {site} has call_genotype allele index "
@@ -280,8 +286,22 @@ def _biallelic_snps(store, samples, region, path: Path):
         raise empty_region_error(region, pd.unique(chrom), path)
     alleles = _strings(store["variant_allele"])
     snp, skipped = classify_alleles(alleles[in_region])
-    return (file_samples, rows, in_region[snp], alleles, chrom, positions, skipped,
+    columns = in_region[snp]
+    _refuse_alt_equal_to_ref(alleles, columns, path)
+    return (file_samples, rows, columns, alleles, chrom, positions, skipped,
             len(in_region))
+
+
+def _refuse_alt_equal_to_ref(alleles, columns, path: Path) -> None:
+    """An SNP whose ALT repeats its REF is refused, as the VCF reader and PLINK do."""
+    if alleles.shape[1] < 2:
+        return
+    same = np.strings.upper(alleles[columns, 0]) == np.strings.upper(alleles[columns, 1])
+    if same.any():
+        variant = int(columns[np.argmax(same)])
+        raise InputError(f"variant {_site(path, variant)} has ALT allele "
+                         f"{str(alleles[variant, 1])!r} equal to its REF allele "
+                         f"{str(alleles[variant, 0])!r}", path=path)
 
 
 def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
