@@ -521,7 +521,11 @@ class TestBadInput:
 class TestSubprocess:
     def test_malformed_vcf__exactly_one_stderr_line_from_the_real_process(
             self, tmp_path):
-        """htslib's own messages are silenced, so stderr holds only our line."""
+        """htslib's own messages stay off stderr, which holds only our line.
+
+        The line quotes htslib's reason: cyvcf2 says only "cannot parse VCF
+        header" (it was all the line said).
+        """
         import subprocess
         import sys
 
@@ -533,8 +537,9 @@ class TestSubprocess:
         )
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
-            f"admixspec: error: {path}: cannot read as VCF/BCF (cannot parse VCF header)"
-        ]
+            f"admixspec: error: {path}: cannot read as VCF/BCF (cannot parse VCF "
+            'header: Could not parse the "#CHROM.." line, either the fields are '
+            "incorrect or spaces are present instead of tabs)"]
 
     def test_closed_stdout__exits_quietly_as_head_expects(self):
         """`admixspec info x | head`: the reader gone, no traceback, status 1."""

@@ -218,7 +218,12 @@ def _htslib_log():
                 os.write(2, other)
 
 
-def _open_vcf(path: Path, samples=None):
+def _open_vcf(path: Path, samples=None, log: _HtslibLog | None = None):
+    """cyvcf2's reader of ``path``; with ``log``, an error quotes htslib's reason.
+
+    cyvcf2 says only "cannot parse VCF header", whatever the header's fault
+    (spaces for tabs, a missing column).
+    """
     from cyvcf2 import VCF
 
     try:
@@ -226,8 +231,10 @@ def _open_vcf(path: Path, samples=None):
             return VCF(str(path), gts012=True)
         return VCF(str(path), gts012=True, samples=list(samples))
     except (OSError, Exception) as error:  # cyvcf2 raises bare Exception
+        reason = None if log is None else log.error()
+        text = f"{error}: {reason}" if reason and reason not in str(error) else error
         raise (_duplicate_sample_error(path)
-               or InputError(f"cannot read as VCF/BCF ({error})", path=path)) from None
+               or InputError(f"cannot read as VCF/BCF ({text})", path=path)) from None
 
 
 def _duplicate_sample_error(path: Path) -> InputError | None:
@@ -299,8 +306,8 @@ def read_vcf_samples(path) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise InputError("file not found", path=path)
-    with _htslib_log():
-        vcf = _open_vcf(path)
+    with _htslib_log() as log:
+        vcf = _open_vcf(path, log=log)
         try:
             return np.array(vcf.samples, dtype=str)
         finally:
@@ -373,7 +380,7 @@ def read_vcf(
 def _read_vcf(path: Path, samples, region, block_size, log: _HtslibLog) -> Genotypes:
     if region is not None:
         chrom, start, end = parse_region(region)
-    vcf = _open_vcf(path)
+    vcf = _open_vcf(path, log=log)
     try:
         file_samples = list(vcf.samples)
         if not file_samples:
@@ -385,7 +392,7 @@ def _read_vcf(path: Path, samples, region, block_size, log: _HtslibLog) -> Genot
             rows = sample_rows(file_samples, samples, path, kind=None)
             keep = [file_samples[row] for row in rows]
             vcf.close()
-            vcf = _open_vcf(path, samples=keep)
+            vcf = _open_vcf(path, samples=keep, log=log)
             file_samples = list(vcf.samples)
         iterator = vcf(_htslib_region(chrom, start, end)) if region is not None else vcf
         with warnings.catch_warnings():
