@@ -137,6 +137,11 @@ class TestFromAllel:
             (np.zeros((3, 4, 2), np.int8),
              {"variants": {"REF": np.array(["A"] * 2), "ALT": np.array(["G"] * 2)}},
              "variants has 2 rows but genotype_array has 3"),
+            # the VCF reader and PLINK refuse it; it was read as an SNP
+            (np.zeros((3, 4, 2), np.int8),
+             {"variants": {"REF": np.array(["A", "C", "G"]),
+                           "ALT": np.array(["G", "c", "T"])}},
+             r"variant 1 \(1:2\) has ALT allele 'c' equal to its REF allele 'C'"),
         ],
     )
     def test_from_allel__bad_input_is_input_error(self, calls, kwargs, message):

@@ -149,6 +149,14 @@ def _variant_table(variants, n_variants: int) -> tuple[pd.DataFrame, dict]:
         }
     )
     table["keep"] = ~(multi | indel | other)
+    same = table["keep"].to_numpy() & (n_alt > 0) & (np.char.upper(ref)
+                                                     == np.char.upper(first_alt))
+    if same.any():  # the VCF reader and PLINK refuse it
+        first = int(np.argmax(same))
+        raise InputError(f"variant {first} ({table['chrom'].iat[first]}:"
+                         f"{table['pos'].iat[first]}) has ALT allele "
+                         f"{str(first_alt[first])!r} equal to its REF allele "
+                         f"{str(ref[first])!r}")
     skipped = {
         "multiallelic": int(multi.sum()), "indel": int(indel.sum()),
         "symbolic_or_other": int(other.sum()),
