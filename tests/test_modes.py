@@ -344,6 +344,26 @@ class TestModesFiles:
         # find_runs still sees only PREFIX.K.Q (a mode file is not a K)
         assert [K for K, _ in find_runs(tmp_path / "r")] == [4]
 
+    def test_mode_panels__a_table_left_by_an_earlier_run_is_ignored(self, tmp_path,
+                                                                     caplog):
+        # 'run --runs 4' then 'run' of that K without --runs: Q and JSON are
+        # rewritten, the earlier run's modes table stays beside them
+        runs, modes = self._modes()
+        from admixspec import write_q
+
+        write_q(tmp_path / "r.4.Q", runs[modes.reference])
+        write_modes(tmp_path / "r", 4, modes)
+        record = tmp_path / "r.4.json"
+        record.write_text(json.dumps({"K": 4, "modes": modes.record()}))
+        assert len(mode_panels(tmp_path / "r", 4)) == 2
+        record.write_text(json.dumps({"K": 4, "loglik": -1.0}))
+        assert mode_panels(tmp_path / "r", 4) == []
+        assert "r.4.modes.tsv: ignored, left by an earlier run" in caplog.text
+        other = modes.record()  # a later --runs whose modes the table does not hold
+        other["modes"][0]["runs"] = "5,6,7"
+        record.write_text(json.dumps({"K": 4, "modes": other}))
+        assert mode_panels(tmp_path / "r", 4) == []
+
     def test_write_modes__a_failure_part_way_leaves_no_file(self, tmp_path, monkeypatch):
         _, modes = self._modes()
         monkeypatch.setattr(os, "replace", failing_on_call(

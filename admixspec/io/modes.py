@@ -29,6 +29,8 @@ file of that K. All files of one call are written together or not at all
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 from pathlib import Path
 
@@ -47,6 +49,8 @@ __all__ = [
     "read_modes",
     "write_modes",
 ]
+
+logger = logging.getLogger("admixspec")
 
 #: Columns of ``PREFIX.K.modes.tsv``, in order.
 MODES_COLUMNS = (
@@ -220,8 +224,38 @@ def read_modes(path):
     return table.loc[:, list(MODES_COLUMNS)]
 
 
+def _stale_because(prefix, K: int, table) -> str | None:
+    """Why ``PREFIX.K.modes.tsv`` is not the modes of the run that wrote ``PREFIX.K.Q``.
+
+    ``admixspec run`` writes the table, ``PREFIX.K.Q`` and ``PREFIX.K.json``
+    (its modes under ``"modes"``) in one set; a later run of that K without
+    ``--runs`` rewrites Q and JSON and leaves the table of the earlier run.
+    None where the table is the run's, or there is no record to tell
+    (:func:`write_modes` from Python writes no JSON).
+    """
+    record_path = output_path(prefix, K, "json")
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, or unreadable: reported where it is read
+        return None
+    if not isinstance(record, dict):
+        return None
+    modes = record.get("modes")
+    if not isinstance(modes, dict):
+        return f"{record_path.name} records a run without --runs"
+    runs = [str(row.get("runs")) for row in modes.get("modes") or []
+            if isinstance(row, dict)]
+    if runs != table["runs"].astype(str).tolist():
+        return f"{record_path.name} records other modes"
+    return None
+
+
 def mode_panels(prefix, K: int) -> list[tuple[int, float, np.ndarray, Path]]:
     """Each mode of one K with its representative Q, read from disk.
+
+    A table left by an earlier run (``PREFIX.K.json`` beside it records a
+    later run of that K without ``--runs``, or other modes) is ignored with a
+    warning: its files are not the modes of ``PREFIX.K.Q``.
 
     Parameters
     ----------
@@ -233,7 +267,8 @@ def mode_panels(prefix, K: int) -> list[tuple[int, float, np.ndarray, Path]]:
     -------
     list of (int, float, numpy.ndarray, pathlib.Path)
         ``(mode, share, Q, q_path)`` in mode order, ``Q`` of shape
-        (n_individuals, K); empty when ``PREFIX.K.modes.tsv`` does not exist.
+        (n_individuals, K); empty when ``PREFIX.K.modes.tsv`` does not exist
+        or is an earlier run's.
 
     Raises
     ------
@@ -245,6 +280,11 @@ def mode_panels(prefix, K: int) -> list[tuple[int, float, np.ndarray, Path]]:
     if not tsv.is_file():
         return []
     table = read_modes(tsv)
+    stale = _stale_because(prefix, K, table)
+    if stale is not None:
+        logger.warning("%s: ignored, left by an earlier run (%s); its modes are not "
+                       "those of %s", tsv, stale, output_path(prefix, K, "Q").name)
+        return []
     panels = []
     for row in table.itertuples(index=False):
         q_path = tsv.parent / str(row.q_file)
