@@ -148,8 +148,32 @@ def _run_info(K: int, q_path: Path) -> _RunInfo:
     return info
 
 
+def _standard_errors(path: Path, info: _RunInfo, shape) -> np.ndarray | None:
+    """``PREFIX.K.Q_se`` of the run that wrote ``PREFIX.K.Q``, if it has one.
+
+    A run's JSON says ``"bootstrap"`` when it wrote them; a later run of that
+    K without ``-B`` rewrites Q and JSON and leaves the earlier run's file,
+    which is then ignored with a warning (ADMIXTURE's files, without a JSON,
+    are read).
+    """
+    from .io.admixture import read_q
+
+    if not path.is_file():
+        return None
+    if info.record and not info.record.get("bootstrap"):
+        logger.warning("%s: ignored, left by an earlier run (%s.json records a run "
+                       "without -B); its standard errors are not those of %s.Q",
+                       path, path.name[: -len(".Q_se")], path.name[: -len(".Q_se")])
+        return None
+    se = read_q(path)
+    if se.shape != tuple(shape):
+        raise InputError(f"shape {se.shape} differs from {info.q_path.name}'s "
+                         f"{tuple(shape)}", path=path)
+    return se
+
+
 def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
-    from .io.admixture import output_path, read_q
+    from .io.admixture import output_path
     from .io.modes import mode_panels
     from .io.results import read_ancestry_q, select_runs
 
@@ -160,11 +184,8 @@ def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
         if main_Q.shape[1] != K:
             raise InputError(f"has {main_Q.shape[1]} columns, expected K = {K}",
                              path=q_path)
-        se_path = output_path(prefix, K, "Q_se")
-        se = read_q(se_path) if se_path.is_file() else None
-        if se is not None and se.shape != main_Q.shape:
-            raise InputError(f"shape {se.shape} differs from {q_path.name}'s "
-                             f"{main_Q.shape}", path=se_path)
+        info = _run_info(K, q_path)
+        se = _standard_errors(output_path(prefix, K, "Q_se"), info, main_Q.shape)
         modes = mode_panels(prefix, K)
         if modes:
             for mode, share, Q, path in modes:
@@ -173,7 +194,7 @@ def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
                                      se if best else None))
         else:
             panels.append(_Panel(K, main_Q, q_path, se=se))
-        infos.append(_run_info(K, q_path))
+        infos.append(info)
     n = panels[0].Q.shape[0]
     for panel in panels:
         if panel.Q.shape[0] != n:

@@ -27,7 +27,14 @@ from admixspec.io.admixture import format_matrix
 from admixspec.io.common import write_text
 from admixspec.io.modes import write_modes
 from admixspec.plot import ancestry_palette, individual_order
-from admixspec.report import _LEVELS, _bar_image, _orders, report_html, write_report
+from admixspec.report import (
+    _LEVELS,
+    _bar_image,
+    _load_panels,
+    _orders,
+    report_html,
+    write_report,
+)
 
 from . import browser
 
@@ -492,3 +499,17 @@ class TestReportCommand:
         assert capsys.readouterr().err.splitlines() == [
             f"admixspec: error: {short}: {N - 1} {what} for {N} individuals (the rows "
             "of run.2.Q)"]
+
+
+class TestFilesOfAnEarlierRun:
+    def test_standard_errors_left_by_an_earlier_run_are_not_shown(self, tmp_path,
+                                                                  caplog):
+        # 'run -B' then 'run' of that K without -B: Q and JSON are rewritten, and
+        # the earlier run's Q_se, left beside them, was shown as this fit's
+        prefix, _, _, _ = _run_folder(tmp_path)
+        write_text(f"{prefix}.2.json", json.dumps({"K": 2, "loglik": -1500.5}))
+        assert _load_panels(prefix, [2])[0][0].se is None
+        assert "run.2.Q_se: ignored, left by an earlier run" in caplog.text
+        write_text(f"{prefix}.2.json", json.dumps({"K": 2, "loglik": -1500.5,
+                                                   "bootstrap": True}))
+        assert _load_panels(prefix, [2])[0][0].se is not None

@@ -68,6 +68,8 @@ class AdmixtureResult(FitResult):
             record["cv_fold_errors"] = self.cv.fold_errors.tolist()
         if self.modes is not None:
             record["modes"] = self.modes.record()
+        if self.bootstrap is not None:  # PREFIX.K.Q_se and Q_bias are this fit's
+            record["bootstrap"] = True
         return record
 
 
