@@ -39,3 +39,41 @@ class TestBootstrap:
         assert 0.005 < result.bootstrap.Q_se.mean() < 0.05
         assert result.log_lines[-1] == ("Bootstrap: 8 replicates over blocks of SNPs, "
                                         "each refitted by its spectral estimate")
+
+
+def _half_labelled(seed):
+    """Balding-Nichols data whose unadmixed half is labelled by population."""
+    sim = simulate_balding_nichols(60, 3000, 2, fst=0.2, alpha=1.0,
+                                   unadmixed_fraction=0.5, seed=seed)
+    reference = sim.Q.max(axis=1) > 0.999
+    labels = np.where(reference, np.where(sim.Q.argmax(axis=1) == 0, "A", "B"), None)
+    return sim, reference, list(labels)
+
+
+class TestBootstrapOfFixedReferenceFits:
+    """-B refits a supervised fit or a projection as the point estimate was fitted."""
+
+    def test_bootstrap_of_a_supervised_fit__reference_rows_have_no_spread(self):
+        # refitted unsupervised, the labelled rows got SEs up to 0.033
+        sim, reference, labels = _half_labelled(3)
+        result = fit_admixture(sim.genotypes, 2, labels=labels, bootstrap=4, seed=0)
+        se, bias = result.bootstrap
+        assert se[reference].max() == 0 and np.abs(bias[reference]).max() == 0
+        assert se[~reference].mean() > 0.005
+        # the JSON says so, which tells its .Q_se from one an earlier run left
+        assert result.record()["bootstrap"] is True
+        assert "bootstrap" not in fit_admixture(sim.genotypes, 2, labels=labels).record()
+
+    def test_bootstrap_of_a_projection__never_re_estimates_P(self, monkeypatch):
+        # each replicate is projected onto its resampled rows of P; maximum
+        # likelihood (which moves P) ran before
+        def moves_p(*args, **kwargs):
+            raise AssertionError("a replicate re-estimated P")
+
+        monkeypatch.setattr("admixspec.ml.bootstrap.fit_ml", moves_p)
+        sim = simulate_balding_nichols(40, 3000, 2, fst=0.2, seed=4)
+        result = fit_admixture(sim.genotypes, 2, P=sim.P, bootstrap=4, seed=0)
+        se, bias = result.bootstrap
+        assert 0 < se.mean() < 0.05 and np.abs(bias).mean() < 0.02
+        assert result.log_lines[-1].endswith("each refitted as the point estimate "
+                                             "was (projection)")

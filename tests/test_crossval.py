@@ -76,3 +76,27 @@ class TestCrossValidateStudy:
         best, errors = _cv_best_k(sim.genotypes.dosage, range(max(1, K_true - 1),
                                                              K_true + 2), seed=0)
         assert best == K_true, errors
+
+
+class TestCrossValidationOfFixedReferenceFits:
+    """--cv refits a supervised fit or a projection as the point estimate was fitted."""
+
+    def _labelled(self):
+        sim = simulate_balding_nichols(60, 3000, 2, fst=0.2, alpha=1.0,
+                                       unadmixed_fraction=0.5, seed=3)
+        reference = sim.Q.max(axis=1) > 0.999
+        return sim, list(np.where(reference, np.where(sim.Q.argmax(axis=1) == 0, "A",
+                                                      "B"), None))
+
+    @pytest.mark.parametrize("method", ["supervised", "projection"])
+    def test_folds_are_never_refitted_unsupervised(self, method, monkeypatch):
+        # the folds ran unsupervised maximum likelihood, which frees the labelled
+        # rows' Q and re-estimates a projection's P
+        def unsupervised(*args, **kwargs):
+            raise AssertionError("a fold was refitted unsupervised")
+
+        monkeypatch.setattr("admixspec.ml.crossval.fit_ml", unsupervised)
+        sim, labels = self._labelled()
+        fixed = {"supervised": {"labels": labels}, "projection": {"P": sim.P}}[method]
+        result = fit_admixture(sim.genotypes, 2, cv=5, seed=0, **fixed)
+        assert 0.3 < result.cv.error < 0.8

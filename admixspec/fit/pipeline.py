@@ -127,6 +127,43 @@ def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
                            diagnostics={"data_passes": float(fit.n_passes)})
 
 
+def _fixed_reference_refit(options: FitOptions):
+    """The refit of a CV fold or bootstrap replicate of a supervised or projection fit.
+
+    As the point estimate was fitted: a supervised fit keeps its reference
+    individuals' Q one-hot, a projection its P (a replicate's resampled rows
+    of it) and its correction. Refitted unsupervised, the reference rows got
+    bootstrap standard errors up to 0.05 where they have none, and a
+    projection's ``.Q_bias`` described P's re-estimation (mean 0.052 against
+    0.009 for an unsupervised fit's own).
+
+    Returns
+    -------
+    callable or None
+        ``fit(dosage, K, seed, snps=None) -> (Q, P)``, ``snps`` the dosage's
+        columns of ``options.P`` (all when None); None for the other methods.
+    """
+    o = options
+
+    def common():
+        return {"tol": o.tol, "max_iter": o.max_iter, "threads": o.threads,
+                "log": FitLog()}
+
+    if o.method == "supervised":
+        def fit(G, K, seed, snps=None):
+            result = _fit_supervised(G, K, o.labels, seed=seed, **common())
+            return result.Q, result.P
+    elif o.method == "projection":
+        def fit(G, K, seed, snps=None):
+            P = o.P if snps is None else np.asarray(o.P)[snps]
+            result = _fit_projection(G, K, P, reference_q=o.reference_q,
+                                     correction=o.projection_correction, **common())
+            return result.Q, result.P
+    else:
+        return None
+    return fit
+
+
 def is_spectral_estimate(path: str) -> bool:
     """Whether a fit's ``path`` ends at the spectral estimate, no ML fit after it.
 
@@ -158,9 +195,11 @@ def add_cv(result, G, options: FitOptions, *, log):
     individuals of ``result.Q``'s rows; the log gains ADMIXTURE's ``CV
     error`` line.
 
-    Every fold's fit starts, as ADMIXTURE's do, from the full data's
-    maximum-likelihood estimate. The spectral estimate is not one: started
-    there, every fold runs a whole fit, long at a K above the data's where
+    A supervised or projection fit's folds are refitted as it was
+    (:func:`_fixed_reference_refit`). Otherwise every fold's fit starts, as
+    ADMIXTURE's do, from the full data's maximum-likelihood estimate. The
+    spectral estimate is not one: started there, every fold runs a whole
+    fit, long at a K above the data's where
     the likelihood is flat, and may climb to a lower mode than plain ML's.
     So when the default kept it, plain ML is fitted once first
     (:func:`~admixspec.ml.crossval.cross_validate` without a start) and the
@@ -168,12 +207,15 @@ def add_cv(result, G, options: FitOptions, *, log):
     spectral estimate").
     """
     clock = time.perf_counter()
+    fit = _fixed_reference_refit(options)
     start = None if is_spectral_estimate(result.path) else (result.Q, result.P)
-    if start is None:
+    if fit is not None:
+        log.add(f"CV: each fold refitted as the point estimate was ({result.path})")
+    elif start is None:
         log.add("CV: the folds start from a maximum-likelihood fit of the full data "
                 "(the spectral estimate is not one)")
     result.cv = cross_validate(G, result.K, folds=options.cv, seed=options.seed,
-                               start=start, threads=options.threads)
+                               fit=fit, start=start, threads=options.threads)
     result.timings["cv"] = time.perf_counter() - clock
     log.add(format_cv(result.K, result.cv))
 
@@ -183,17 +225,22 @@ def add_bootstrap(result, G, options: FitOptions, *, log):
 
     ``options.bootstrap`` replicates, each refitted by the estimator that
     made ``result``: maximum likelihood from the point estimate, as
-    ADMIXTURE's ``-B`` does, or, where the default kept the spectral
-    estimate, the replicate's spectral estimate (``refine=False``). From the
+    ADMIXTURE's ``-B`` does; a supervised fit or a projection onto the
+    replicate's rows of P (:func:`_fixed_reference_refit`); or, where the
+    default kept the spectral estimate, the replicate's spectral estimate
+    (``refine=False``). From the
     spectral estimate, maximum likelihood drifts to its own optimum, so the
     replicates' spread and mean offset would describe that drift rather than
     the estimate reported (docs/benchmarks.md, "The bootstrap of a spectral
     estimate").
     """
     clock = time.perf_counter()
-    fit = None
-    if is_spectral_estimate(result.path):
-        def fit(replicate, K, seed):
+    fit = _fixed_reference_refit(options)
+    refitted = f", each refitted as the point estimate was ({result.path})"
+    if fit is None and is_spectral_estimate(result.path):
+        refitted = ", each refitted by its spectral estimate"
+
+        def fit(replicate, K, seed, snps):
             estimate = fit_default(replicate, K, refine=False, tol=options.tol,
                                    max_iter=options.max_iter, seed=seed,
                                    windows=options.windows, n_starts=options.n_starts,
@@ -205,8 +252,8 @@ def add_bootstrap(result, G, options: FitOptions, *, log):
                                    n_replicates=replicates, seed=options.seed, fit=fit,
                                    threads=options.threads)
     result.timings["bootstrap"] = time.perf_counter() - clock
-    refitted = ", each refitted by its spectral estimate" if fit is not None else ""
-    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs{refitted}")
+    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs"
+            f"{refitted if fit is not None else ''}")
 
 
 def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:

@@ -64,8 +64,10 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
     seed : int, optional
         Seed of the resampling and the fits.
     fit : callable, optional
-        ``fit(replicate_dosage, K, seed) -> (Q, P)``; default the ML fit
-        started from ``(Q_ref, P_ref[resampled SNPs])``.
+        ``fit(replicate_dosage, K, seed, snps) -> (Q, P)``, ``snps`` the
+        replicate's columns of ``dosage`` (int64, resampled with repeats: the
+        rows of a fixed P it keeps); default the ML fit started from
+        ``(Q_ref, P_ref[snps])``.
     tol : float, optional
         Convergence tolerance of the default replicate fits; default
         ``max(1e-4, 1e-8 |L|)``, ``L`` the point estimate's log-likelihood.
@@ -109,7 +111,7 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
                          threads=threads, batches=1)
             Q = res.Q
         else:
-            Q, _ = fit(G_rep, K, rep_seed)
+            Q, _ = fit(G_rep, K, rep_seed, idx)
         Q = np.asarray(Q)[:, match_components(Q_ref, Q)]
         total += Q
         total_sq += Q * Q
