@@ -236,6 +236,19 @@ class TestCli:
             "(reference_size, --reference-size)"]
         assert sorted(p.name for p in tmp_path.glob("o*")) == []
 
+    def test_run__bootstrap_with_a_smaller_reference_is_a_usage_error(
+            self, small_fixture, tmp_path, capsys):
+        # it wrote .Q_se/.Q_bias of the 100 reference rows beside a .Q of 300
+        write_plink(tmp_path / "cohort", small_fixture.genotypes)
+        code = main(["run", str(tmp_path / "cohort.bed"), "-K", "2", "-B", "3",
+                     "--reference-size", "100", "--out", str(tmp_path / "o"), "-q"])
+        assert code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            "admixspec: error: the bootstrap (-B) estimates everyone's standard "
+            "errors, but a reference of 100 of the 300 individuals (--reference-size) "
+            "fits only its own: give --reference-size 300 or more, or drop -B"]
+        assert not list(tmp_path.glob("o.*"))
+
     def test_run__reference_size_with_project_is_a_usage_error(self, small_fixture,
                                                                 tmp_path, capsys):
         write_plink(tmp_path / "cohort", small_fixture.genotypes)

@@ -376,6 +376,13 @@ def fit_admixture(
         raise UsageError("a reference (--reference-size) cannot be combined with "
                          "projection or supervised fits (--project, --supervised), "
                          "which fit everyone")
+    if bootstrap and reference_size is not None and reference_size < n_individuals:
+        # the replicates would refit the reference alone: standard errors of
+        # its rows, which PREFIX.K.Q_se could not tell from everyone's
+        raise UsageError(f"the bootstrap (-B) estimates everyone's standard errors, but "
+                         f"a reference of {reference_size} of the {n_individuals} "
+                         "individuals (--reference-size) fits only its own: give "
+                         f"--reference-size {n_individuals} or more, or drop -B")
     if reference_q is not None and method != "projection":
         raise UsageError("reference_q (the reference's Q) is used only by projection")
     if everyone and runs > 1:
