@@ -69,26 +69,23 @@ def indexed_vcf_fixture(tmp_path, simulated_fixture) -> Path:
 
 
 class TestRecords:
-    def test_read_vcf__record_without_gt_after_the_first__names_the_site(
-            self, tmp_path):
-        path = write_vcf_text(tmp_path / "x.vcf",
-                              "chr1 100 a A G . PASS . GT 0/0 0/1 1/1 0/0",
-                              "chr1 200 b C T . PASS . DP 3 4 5 6",
-                              "chr1 300 c C T . PASS . GT 0/0 0/1 1/1 0/1")
+    @pytest.mark.parametrize(("records", "message"), [
+        # a record after the first without GT: "cannot parse VCF record 3"
+        (("chr1 100 a A G . PASS . GT 0/0 0/1 1/1 0/0",
+          "chr1 200 b C T . PASS . DP 3 4 5 6",
+          "chr1 300 c C T . PASS . GT 0/0 0/1 1/1 0/1"),
+         "record chr1:200 has no GT (genotype) field in its FORMAT column"),
+        # read as an SNP; PLINK refuses it ("ALT allele duplicates REF allele")
+        (("chr1 100 a A a . PASS . GT 0/0 0/1 1/1 0/0",
+          "chr1 200 b C T . PASS . GT 0/0 0/1 1/1 0/1"),
+         "record chr1:100 has ALT allele 'a' equal to its REF allele 'A'"),
+    ], ids=["without_gt_after_the_first", "alt_equal_to_ref"])
+    def test_read_vcf__a_refused_record__names_its_site(self, tmp_path, records,
+                                                        message):
+        path = write_vcf_text(tmp_path / "x.vcf", *records)
         with pytest.raises(InputError) as caught:
             read_vcf(path)
-        assert str(caught.value) == (f"{path}: record chr1:200 has no GT (genotype) "
-                                     "field in its FORMAT column")
-
-    def test_read_vcf__alt_equal_to_ref_is_refused(self, tmp_path):
-        # PLINK refuses it too ("ALT allele duplicates REF allele")
-        path = write_vcf_text(tmp_path / "x.vcf",
-                              "chr1 100 a A a . PASS . GT 0/0 0/1 1/1 0/0",
-                              "chr1 200 b C T . PASS . GT 0/0 0/1 1/1 0/1")
-        with pytest.raises(InputError) as caught:
-            read_vcf(path)
-        assert str(caught.value) == (f"{path}: record chr1:100 has ALT allele 'a' "
-                                     "equal to its REF allele 'A'")
+        assert str(caught.value) == f"{path}: {message}"
 
     def test_read_vcf__unparsable_record__quotes_htslib(self, tmp_path, capfd):
         path = write_vcf_text(tmp_path / "x.vcf",
