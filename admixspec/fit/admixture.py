@@ -79,6 +79,39 @@ ML_INITS = ("svd", "random")
 _IN_MEMORY_ONLY = ("cv", "bootstrap", "P", "labels")
 
 
+def _check_combination(options: FitOptions, *, reference_size, runs: int,
+                       n_individuals: int) -> None:
+    """Refuse the options that one fit cannot honour together.
+
+    Raises
+    ------
+    UsageError
+        A reference sample (``reference_size``) with a projection or
+        supervised fit, which fit everyone, or with a bootstrap (whose
+        replicates would refit the reference alone: standard errors of its
+        rows, which ``PREFIX.K.Q_se`` could not tell from everyone's);
+        ``reference_q`` without projection; ``runs > 1`` of a projection or
+        supervised fit.
+    """
+    method = options.method
+    everyone = method in ("projection", "supervised")
+    if everyone and reference_size is not None:
+        raise UsageError("a reference (--reference-size) cannot be combined with "
+                         "projection or supervised fits (--project, --supervised), "
+                         "which fit everyone")
+    if (options.bootstrap and reference_size is not None
+            and reference_size < n_individuals):
+        raise UsageError(f"the bootstrap (-B) estimates everyone's standard errors, but "
+                         f"a reference of {reference_size} of the {n_individuals} "
+                         "individuals (--reference-size) fits only its own: give "
+                         f"--reference-size {n_individuals} or more, or drop -B")
+    if options.reference_q is not None and method != "projection":
+        raise UsageError("reference_q (the reference's Q) is used only by projection")
+    if everyone and runs > 1:
+        raise UsageError(f"runs > 1 (--runs) are for unsupervised fits: a {method} "
+                         "fit does not depend on its start")
+
+
 def _resolve_method(method, init, labels, P):
     """The estimator to run and the ML start, checked against what was given."""
     if method == "auto":
@@ -372,22 +405,8 @@ def fit_admixture(
                          bootstrap=bootstrap, windows=windows, n_starts=n_starts,
                          threads=threads, callback=callback)
     everyone = method in ("projection", "supervised")
-    if everyone and reference_size is not None:
-        raise UsageError("a reference (--reference-size) cannot be combined with "
-                         "projection or supervised fits (--project, --supervised), "
-                         "which fit everyone")
-    if bootstrap and reference_size is not None and reference_size < n_individuals:
-        # the replicates would refit the reference alone: standard errors of
-        # its rows, which PREFIX.K.Q_se could not tell from everyone's
-        raise UsageError(f"the bootstrap (-B) estimates everyone's standard errors, but "
-                         f"a reference of {reference_size} of the {n_individuals} "
-                         "individuals (--reference-size) fits only its own: give "
-                         f"--reference-size {n_individuals} or more, or drop -B")
-    if reference_q is not None and method != "projection":
-        raise UsageError("reference_q (the reference's Q) is used only by projection")
-    if everyone and runs > 1:
-        raise UsageError(f"runs > 1 (--runs) are for unsupervised fits: a {method} "
-                         "fit does not depend on its start")
+    _check_combination(options, reference_size=reference_size, runs=runs,
+                       n_individuals=n_individuals)
     # a reference asked for is fitted and projected; the default's serves the
     # spectral stage, and maximum likelihood ends on everyone (fit.reference)
     joint = reference_size is None
