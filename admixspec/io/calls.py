@@ -12,7 +12,8 @@ import numpy as np
 
 from ..core.genotypes import MISSING
 
-__all__ = ["SNP_BASES", "decode_calls", "first_out_of_range", "read_log_entries"]
+__all__ = ["SNP_BASES", "alt_alleles", "decode_calls", "first_out_of_range",
+           "read_log_entries"]
 
 #: Allele letters of a SNP (an allele of one of these bases).
 SNP_BASES = frozenset("ACGTNacgtn")
@@ -51,11 +52,12 @@ def decode_calls(calls: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def first_out_of_range(calls: np.ndarray, n_alt: np.ndarray) -> int | None:
-    """The first record with an allele index beyond its ALT alleles, if any.
+    """The first record with an allele index beyond its ALT alleles or below -2.
 
     htslib parses ``0/5`` at a site with one ALT without complaint, and
     :func:`decode_calls` would count the 5 as ALT: a malformed call would
-    read as a real heterozygote.
+    read as a real heterozygote. -1 (missing) and -2 (fill) are the only
+    negative values (htslib yields no other; a VCF Zarr store may).
 
     Parameters
     ----------
@@ -77,9 +79,18 @@ def first_out_of_range(calls: np.ndarray, n_alt: np.ndarray) -> int | None:
     1
     """
     alleles = calls[..., :-1]
-    bad = (alleles > np.asarray(n_alt)[:, None, None]).any(axis=(1, 2))
+    if not alleles.size:
+        return None
+    # a record's extremes: one reduction each, no boolean matrix
+    bad = ((alleles.max(axis=(1, 2)) > np.asarray(n_alt))
+           | (alleles.min(axis=(1, 2)) < -2))
     records = np.flatnonzero(bad)
     return int(records[0]) if len(records) else None
+
+
+def alt_alleles(n_alt: int) -> str:
+    """``"1 ALT allele"`` or ``"n ALT alleles"``, for the readers' messages."""
+    return "1 ALT allele" if n_alt == 1 else f"{n_alt} ALT alleles"
 
 
 def read_log_entries(skipped: dict, n_records: int, ploidy_counts) -> list[dict]:

@@ -63,7 +63,13 @@ import pandas as pd
 
 from ..core.exceptions import InputError
 from ..core.genotypes import Genotypes
-from .calls import SNP_BASES, decode_calls, first_out_of_range, read_log_entries
+from .calls import (
+    SNP_BASES,
+    alt_alleles,
+    decode_calls,
+    first_out_of_range,
+    read_log_entries,
+)
 from .common import (
     empty_region_error,
     first_duplicate,
@@ -537,9 +543,8 @@ def _decode_buffer(buffer: list, n_alt: list, counts: np.ndarray, path: Path,
 def _allele_index_error(calls: np.ndarray, n_alt: int, path: Path, site: str):
     """Raise the :class:`InputError` for a record with an allele index beyond ALT."""
     index = int(calls[:, :-1].max())
-    alleles = "1 ALT allele" if n_alt == 1 else f"{n_alt} ALT alleles"
     raise InputError(f"record {site} has GT allele index {index}, but the site has "
-                     f"{alleles}", path=path)
+                     f"{alt_alleles(n_alt)}", path=path)
 
 
 # --------------------------------------------------------------------------- writing

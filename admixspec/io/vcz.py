@@ -30,7 +30,13 @@ import pandas as pd
 
 from ..core.exceptions import InputError, import_optional
 from ..core.genotypes import Genotypes
-from .calls import SNP_BASES, decode_calls, read_log_entries
+from .calls import (
+    SNP_BASES,
+    alt_alleles,
+    decode_calls,
+    first_out_of_range,
+    read_log_entries,
+)
 from .common import empty_region_error, region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 from .zarr_metadata import check_arrays, present_arrays
@@ -183,9 +189,9 @@ def _bad_call_error(path: Path, variant: int, values: np.ndarray,
     """The error for store variant ``variant``, whose calls ``values`` hold a bad one."""
     site = _site(path, variant)
     if int(values.max()) > n_alt:
-        alleles = "1 ALT allele" if n_alt == 1 else f"{n_alt} ALT alleles"
         return InputError(f"variant {site} has call_genotype allele index "
-                          f"{int(values.max())}, but the site has {alleles}", path=path)
+                          f"{int(values.max())}, but the site has {alt_alleles(n_alt)}",
+                          path=path)
     return InputError(f"variant {site} has call_genotype value {int(values.min())} "
                       "(not an allele index, -1 missing or -2 fill)", path=path)
 
@@ -223,17 +229,13 @@ def _decode_calls(block: np.ndarray, counts: np.ndarray, variants: np.ndarray,
         A call beyond its variant's ALT alleles, or below -2: the first such
         variant, by :func:`_bad_call_error`.
     """
-    # the VCF reader's allele-index check, on the block already in memory
-    flat = block.reshape(len(block), -1)
-    if flat.size:
-        limit = n_alt[variants]
-        bad = np.flatnonzero((flat.max(axis=1) > limit) | (flat.min(axis=1) < -2))
-        if len(bad):
-            first = int(bad[0])
-            raise _bad_call_error(path, int(variants[first]), flat[first],
-                                  int(limit[first]))
     # the VCF decoder's layout: alleles then a trailing phase column
     padded = np.concatenate([block, np.zeros_like(block[..., :1])], axis=-1)
+    # the VCF reader's allele-index check, on the block already in memory
+    bad = first_out_of_range(padded, n_alt[variants])
+    if bad is not None:
+        raise _bad_call_error(path, int(variants[bad]), block[bad],
+                              int(n_alt[variants[bad]]))
     return decode_calls(padded, counts)
 
 
