@@ -64,7 +64,7 @@ def _block(genotype_array, start: int, stop: int) -> np.ndarray:
     if not mask.any():
         return calls
     calls = np.array(calls)
-    calls[np.broadcast_to(mask, calls.shape[:2])] = -1
+    calls[mask] = -1
     return calls
 
 
@@ -121,6 +121,9 @@ def _variant_table(variants, n_variants: int) -> tuple[pd.DataFrame, dict]:
     if ref is None:
         raise InputError("variants has no REF field")
     ref = ref.astype(str)
+    if len(ref) != n_variants:
+        raise InputError(f"variants has {len(ref)} rows but genotype_array has "
+                         f"{n_variants}")
     alt = _alt_matrix(variants, n_variants)
     n_alt = np.count_nonzero(alt != "", axis=1)
     first_alt = np.where(n_alt > 0, alt[:, 0], "0")
@@ -168,16 +171,6 @@ def _generated_variants(n_variants: int) -> pd.DataFrame:
     table = placeholder_variants(n_variants, counted="REF", other="ALT")
     table["keep"] = np.ones(n_variants, dtype=bool)
     return table
-
-
-def _check_variants_length(variants, n_variants: int) -> None:
-    """Refuse variant fields of another length than the calls' variants."""
-    column = next((c for name in ("REF", "POS", "CHROM", "ID", "ALT", "ALT_1")
-                   if (c := _column(variants, name)) is not None), None)
-    if column is not None and len(column) != n_variants:
-        raise InputError(
-            f"variants has {len(column)} rows but genotype_array has {n_variants}"
-        )
 
 
 def _check_shape(genotype_array, samples) -> tuple[int, int, int]:
@@ -241,7 +234,6 @@ def from_allel(genotype_array, *, samples=None, variants=None) -> Genotypes:
     if variants is None:
         table, skipped = _generated_variants(n_variants), {"multiallelic": 0}
     else:
-        _check_variants_length(variants, n_variants)
         table, skipped = _variant_table(variants, n_variants)
     dosage = np.empty((n_samples, n_variants), dtype=np.int8)
     seen_multi = np.zeros(n_variants, dtype=bool)

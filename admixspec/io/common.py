@@ -226,23 +226,22 @@ def sample_rows(ids, samples, path, kind: str | None = ".fam") -> np.ndarray:
         return np.arange(len(ids))
     # an IID repeated in the file (PLINK allows it across families) is
     # ambiguous only where --keep names it: keeping one would keep both
-    requested = np.isin(ids, np.asarray(list(samples), dtype=str))
-    repeated = first_duplicate(ids[requested])
+    rows = np.flatnonzero(np.isin(ids, np.asarray(list(samples), dtype=str)))
+    where = "the file" if kind is None else f"the {kind} file"
+    repeated = first_duplicate(ids[rows])
     if repeated is not None:
-        first, second = np.flatnonzero(requested)[list(repeated)]
-        where = "the file" if kind is None else f"the {kind} file"
+        first, second = rows[list(repeated)]
         raise InputError(f"--keep names sample ID {str(ids[second])!r}, which {where} "
                          f"lists twice (samples {first + 1} and {second + 1}): "
                          "admixspec matches --keep by IID alone", path=path)
     known = set(ids.tolist())
     unknown = [sample for sample in samples if sample not in known]
     if unknown:
-        where = "the file" if kind is None else f"the {kind} file"
         raise InputError(
             f"{len(unknown)} requested sample(s) not in {where} (first: {unknown[0]!r})",
             path=path,
         )
-    return np.flatnonzero(np.isin(ids, list(samples)))
+    return rows
 
 
 def is_snp_allele(alleles: pd.Series) -> np.ndarray:
