@@ -158,7 +158,7 @@ def first_duplicate(ids) -> tuple[int, int] | None:
     return first, second
 
 
-def check_unique_iids(iids, fids, path) -> None:
+def check_unique_iids(iids, fids, path, *, comments: bool = True) -> None:
     """Refuse a ``.fam``/``.psam`` that lists a sample twice (its FID and IID).
 
     PLINK names a sample by FID and IID, and family files often number their
@@ -173,6 +173,8 @@ def check_unique_iids(iids, fids, path) -> None:
         The family IDs (None: samples are named by IID alone).
     path : str or os.PathLike
         The ``.fam`` or ``.psam`` file, for the message.
+    comments : bool
+        Whether its ``#`` lines are headers (:func:`~admixspec.io.errors.data_line`).
 
     Raises
     ------
@@ -184,7 +186,7 @@ def check_unique_iids(iids, fids, path) -> None:
     if repeated is None:
         return
     first, second = repeated
-    lines = [data_line(path, row) for row in repeated]
+    lines = [data_line(path, row, comments=comments) for row in repeated]
     who = (f"sample ID (IID) {str(iids.iloc[second])!r}" if fids is None else
            f"sample {str(fids.iloc[second])!r} {str(iids.iloc[second])!r} (FID, IID)")
     raise InputError(f"{who} on lines {lines[0]} and {lines[1]}: each sample must be "

@@ -132,7 +132,7 @@ def check_complete_rows(table, path, kind: str) -> None:
                          path=path)
 
 
-def data_line(path, record: int) -> int:
+def data_line(path, record: int, *, comments: bool = True) -> int:
     """The 1-based line number of data line ``record`` (0-based) of ``path``.
 
     pandas skips blank lines, and a ``.psam``'s header and ``##`` lines are not
@@ -143,20 +143,23 @@ def data_line(path, record: int) -> int:
     ----------
     path : str or os.PathLike
     record : int
-        0-based index of the record among the data lines: those neither blank
-        nor starting with ``#``.
+        0-based index of the record among the data lines: those not blank
+        (and, with ``comments``, not starting with ``#``).
+    comments : bool
+        Whether lines starting with ``#`` are headers (a ``.psam``) rather
+        than records (a ``.bim`` or ``.fam``, read without a comment rule).
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.psam"
     >>> _ = p.write_text("#IID\\na\\n\\nb\\n")
-    >>> data_line(p, 1)
-    4
+    >>> data_line(p, 1), data_line(p, 1, comments=False)
+    (4, 2)
     """
     with open(path, "rb") as handle:
         data_lines = (number for number, line in enumerate(handle, 1)
-                      if line.strip() and not line.startswith(b"#"))
+                      if line.strip() and not (comments and line.startswith(b"#")))
         for index, number in enumerate(data_lines):
             if index == record:
                 return number

@@ -88,7 +88,7 @@ def read_fam(path) -> pd.DataFrame:
     """
     fam = _read_table(Path(path), ["fid", "iid", "father", "mother", "sex", "pheno"],
                       ".fam")
-    check_unique_iids(fam["iid"], fam["fid"], path)
+    check_unique_iids(fam["iid"], fam["fid"], path, comments=False)
     return fam
 
 
@@ -100,7 +100,7 @@ def read_bim(path) -> pd.DataFrame:
 def _bim_error(bim: pd.DataFrame, path, record: int, problem: str) -> InputError:
     """``<path>:<line>: variant <id>: <problem>`` for ``.bim`` data line ``record``."""
     return InputError(f"variant {bim['id'].iloc[record]}: {problem}", path=path,
-                      line=data_line(path, record))
+                      line=data_line(path, record, comments=False))
 
 
 def bim_positions(bim: pd.DataFrame, path) -> np.ndarray:
