@@ -196,15 +196,13 @@ def _htslib_log():
 
     level = os.environ.get("CYVCF2_HTSLIB_LOG_LEVEL", "3")
     with _STDERR_LOCK, contextlib.ExitStack() as stack:
+        stack.callback(set_htslib_log_level, int(level) if level.isdigit() else 3)
         try:
             sink = stack.enter_context(tempfile.TemporaryFile())
             saved = os.dup(2)
         except OSError:  # no stderr, or no temporary folder: htslib kept silent
             set_htslib_log_level(0)
-            try:
-                yield _HtslibLog()
-            finally:
-                set_htslib_log_level(int(level) if level.isdigit() else 3)
+            yield _HtslibLog()
             return
         with contextlib.suppress(AttributeError, ValueError):
             sys.stderr.flush()
@@ -215,7 +213,6 @@ def _htslib_log():
         finally:
             os.dup2(saved, 2)
             os.close(saved)
-            set_htslib_log_level(int(level) if level.isdigit() else 3)
             text = os.pread(sink.fileno(), os.fstat(sink.fileno()).st_size, 0)
             # anything else written to stderr meanwhile goes where it was going
             other = b"".join(line for line in text.splitlines(keepends=True)
@@ -406,11 +403,11 @@ def _read_vcf(path: Path, samples, region, block_size, log: _HtslibLog) -> Genot
             # index lacks; the InputError below says it in the file's terms
             warnings.filterwarnings("ignore", "no intervals found", UserWarning)
             result = _read_records(iterator, len(file_samples), path, block_size, log)
-        if region is not None and log.error() is not None:
+        failure = None if region is None else log.error()
+        if failure is not None:
             # cyvcf2 ends a region query at a read error as if the region ended
-            raise InputError(f"cannot read region {region} ({log.error()}; if the "
-                             "file changed after it was indexed, index it again)",
-                             path=path)
+            raise InputError(f"cannot read region {region} ({failure}; if the file "
+                             "changed after it was indexed, index it again)", path=path)
         if region is not None and result[3] == 0:
             raise empty_region_error(region, vcf.seqnames, path)
     finally:
