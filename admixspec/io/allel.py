@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..core.exceptions import InputError
 from ..core.genotypes import MISSING, Genotypes, placeholder_variants
-from .calls import SNP_BASES
+from .calls import SNP_BASES, first_alt_equal_to_ref, same_alleles
 
 __all__ = ["from_allel"]
 
@@ -152,14 +152,13 @@ def _variant_table(variants, n_variants: int) -> tuple[pd.DataFrame, dict]:
         }
     )
     table["keep"] = ~(multi | indel | other)
-    same = table["keep"].to_numpy() & (n_alt > 0) & (np.char.upper(ref)
-                                                     == np.char.upper(first_alt))
-    if same.any():  # the VCF reader and PLINK refuse it
-        first = int(np.argmax(same))
+    kept = np.flatnonzero(table["keep"].to_numpy())
+    same = first_alt_equal_to_ref(ref[kept], np.where(n_alt > 0, first_alt, "")[kept])
+    if same is not None:  # the VCF reader and PLINK refuse it
+        first = int(kept[same])
         raise InputError(f"variant {first} ({table['chrom'].iat[first]}:"
-                         f"{table['pos'].iat[first]}) has ALT allele "
-                         f"{str(first_alt[first])!r} equal to its REF allele "
-                         f"{str(ref[first])!r}")
+                         f"{table['pos'].iat[first]}) "
+                         f"{same_alleles(ref[first], first_alt[first])}")
     skipped = {
         "multiallelic": int(multi.sum()), "indel": int(indel.sum()),
         "symbolic_or_other": int(other.sum()),

@@ -12,8 +12,8 @@ import numpy as np
 
 from ..core.genotypes import MISSING
 
-__all__ = ["SNP_BASES", "alt_alleles", "decode_calls", "first_out_of_range",
-           "read_log_entries"]
+__all__ = ["SNP_BASES", "alt_alleles", "decode_calls", "first_alt_equal_to_ref",
+           "first_out_of_range", "read_log_entries", "same_alleles"]
 
 #: Allele letters of a SNP (an allele of one of these bases).
 SNP_BASES = frozenset("ACGTNacgtn")
@@ -86,6 +86,32 @@ def first_out_of_range(calls: np.ndarray, n_alt: np.ndarray) -> int | None:
            | (alleles.min(axis=(1, 2)) < -2))
     records = np.flatnonzero(bad)
     return int(records[0]) if len(records) else None
+
+
+def first_alt_equal_to_ref(ref, alt) -> int | None:
+    """The first site whose ALT allele is its REF allele (any case), if any.
+
+    PLINK refuses such a site ("ALT allele duplicates REF allele"), and so
+    do the readers (:func:`same_alleles` words it).
+
+    Parameters
+    ----------
+    ref, alt : array_like of str, shape (n_sites,)
+        ``alt`` empty where a site has no ALT.
+
+    Examples
+    --------
+    >>> first_alt_equal_to_ref(["A", "C", "G"], ["G", "c", ""])
+    1
+    """
+    ref, alt = np.asarray(ref, dtype=str), np.asarray(alt, dtype=str)
+    same = np.flatnonzero((alt != "") & (np.char.upper(ref) == np.char.upper(alt)))
+    return int(same[0]) if len(same) else None
+
+
+def same_alleles(ref: str, alt: str) -> str:
+    """The readers' words for a site whose ALT repeats its REF."""
+    return f"has ALT allele {str(alt)!r} equal to its REF allele {str(ref)!r}"
 
 
 def alt_alleles(n_alt: int) -> str:

@@ -69,6 +69,7 @@ from .calls import (
     decode_calls,
     first_out_of_range,
     read_log_entries,
+    same_alleles,
 )
 from .common import (
     empty_region_error,
@@ -464,8 +465,8 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int,
                 skipped["symbolic_or_other"] += 1
                 continue
             if alt.upper() == ref.upper():
-                raise InputError(f"record {variant.CHROM}:{variant.POS} has ALT allele "
-                                 f"{alt!r} equal to its REF allele {ref!r}", path=path)
+                raise InputError(f"record {variant.CHROM}:{variant.POS} "
+                                 f"{same_alleles(ref, alt)}", path=path)
             try:
                 buffer.append(variant.genotype.array())
             except Exception as error:  # cyvcf2 raises bare Exception

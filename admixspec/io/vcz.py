@@ -34,8 +34,10 @@ from .calls import (
     SNP_BASES,
     alt_alleles,
     decode_calls,
+    first_alt_equal_to_ref,
     first_out_of_range,
     read_log_entries,
+    same_alleles,
 )
 from .common import empty_region_error, region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
@@ -298,12 +300,12 @@ def _refuse_alt_equal_to_ref(alleles, columns, path: Path) -> None:
     """An SNP whose ALT repeats its REF is refused, as the VCF reader and PLINK do."""
     if alleles.shape[1] < 2:
         return
-    same = np.strings.upper(alleles[columns, 0]) == np.strings.upper(alleles[columns, 1])
-    if same.any():
-        variant = int(columns[np.argmax(same)])
-        raise InputError(f"variant {_site(path, variant)} has ALT allele "
-                         f"{str(alleles[variant, 1])!r} equal to its REF allele "
-                         f"{str(alleles[variant, 0])!r}", path=path)
+    same = first_alt_equal_to_ref(alleles[columns, 0], alleles[columns, 1])
+    if same is not None:
+        variant = int(columns[same])
+        raise InputError(f"variant {_site(path, variant)} "
+                         f"{same_alleles(alleles[variant, 0], alleles[variant, 1])}",
+                         path=path)
 
 
 def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
