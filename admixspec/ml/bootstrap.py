@@ -94,7 +94,7 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
         Q_ref, P_ref = full.Q, full.P
     Q_ref = np.asarray(Q_ref, dtype=np.float64)
     P_ref = np.asarray(P_ref, dtype=np.float64)
-    if tol is None:
+    if fit is None and tol is None:  # only the default refits read it
         tol = max(1e-4, 1e-8 * abs(loglikelihood(G, Q_ref, P_ref, threads=threads)))
     block = math.ceil(n / 200) if block_size is None else block_size
     starts = np.arange(0, n, block)
