@@ -27,7 +27,8 @@ from ..spectral.estimate import DEFAULT_WINDOWS
 from .default import fit_default
 from .result import AdmixtureResult, FitLog
 
-__all__ = ["CORRECTION_MAX_REFERENCE", "FitOptions", "add_bootstrap", "add_cv",
+__all__ = ["CORRECTION_MAX_REFERENCE", "FIXED_REFERENCE_METHODS", "FitOptions",
+           "add_bootstrap", "add_cv",
            "add_extras", "correct_projection", "correction_line", "fit_in_memory",
            "is_spectral_estimate"]
 
@@ -127,40 +128,30 @@ def _fit_plain_ml(G, K, init, *, tol, max_iter, seed, threads, log):
                            diagnostics={"data_passes": float(fit.n_passes)})
 
 
-def _fixed_reference_refit(options: FitOptions):
-    """The refit of a CV fold or bootstrap replicate of a supervised or projection fit.
+#: Methods whose CV folds and bootstrap replicates are refitted as the point
+#: estimate was: a supervised fit keeps its reference individuals' Q one-hot,
+#: a projection its P (a replicate's resampled rows of it) and its correction.
+#: Refitted unsupervised, the reference rows got bootstrap standard errors up
+#: to 0.033 where they have none, and a projection re-estimated its fixed P.
+FIXED_REFERENCE_METHODS = ("supervised", "projection")
 
-    As the point estimate was fitted: a supervised fit keeps its reference
-    individuals' Q one-hot, a projection its P (a replicate's resampled rows
-    of it) and its correction. Refitted unsupervised, the reference rows got
-    bootstrap standard errors up to 0.05 where they have none, and a
-    projection's ``.Q_bias`` described P's re-estimation (mean 0.052 against
-    0.009 for an unsupervised fit's own).
+
+def _refit(options: FitOptions):
+    """``options``' estimator as a CV fold's or bootstrap replicate's refit.
 
     Returns
     -------
-    callable or None
+    callable
         ``fit(dosage, K, seed, snps=None) -> (Q, P)``, ``snps`` the dosage's
-        columns of ``options.P`` (all when None); None for the other methods.
+        columns of a fixed ``options.P`` (all when None).
     """
-    o = options
+    def fit(G, K, seed, snps=None):
+        P = options.P
+        if snps is not None and P is not None:
+            P = np.asarray(P)[snps]
+        estimate = _estimate(G, K, replace(options, seed=seed, P=P), FitLog())
+        return estimate.Q, estimate.P
 
-    def common():
-        return {"tol": o.tol, "max_iter": o.max_iter, "threads": o.threads,
-                "log": FitLog()}
-
-    if o.method == "supervised":
-        def fit(G, K, seed, snps=None):
-            result = _fit_supervised(G, K, o.labels, seed=seed, **common())
-            return result.Q, result.P
-    elif o.method == "projection":
-        def fit(G, K, seed, snps=None):
-            P = o.P if snps is None else np.asarray(o.P)[snps]
-            result = _fit_projection(G, K, P, reference_q=o.reference_q,
-                                     correction=o.projection_correction, **common())
-            return result.Q, result.P
-    else:
-        return None
     return fit
 
 
@@ -196,7 +187,7 @@ def add_cv(result, G, options: FitOptions, *, log):
     error`` line.
 
     A supervised or projection fit's folds are refitted as it was
-    (:func:`_fixed_reference_refit`). Otherwise every fold's fit starts, as
+    (:data:`FIXED_REFERENCE_METHODS`). Otherwise every fold's fit starts, as
     ADMIXTURE's do, from the full data's maximum-likelihood estimate. The
     spectral estimate is not one: started there, every fold runs a whole
     fit, long at a K above the data's where
@@ -207,7 +198,7 @@ def add_cv(result, G, options: FitOptions, *, log):
     spectral estimate").
     """
     clock = time.perf_counter()
-    fit = _fixed_reference_refit(options)
+    fit = _refit(options) if options.method in FIXED_REFERENCE_METHODS else None
     start = None if is_spectral_estimate(result.path) else (result.Q, result.P)
     if fit is not None:
         log.add(f"CV: each fold refitted as the point estimate was ({result.path})")
@@ -226,7 +217,7 @@ def add_bootstrap(result, G, options: FitOptions, *, log):
     ``options.bootstrap`` replicates, each refitted by the estimator that
     made ``result``: maximum likelihood from the point estimate, as
     ADMIXTURE's ``-B`` does; a supervised fit or a projection onto the
-    replicate's rows of P (:func:`_fixed_reference_refit`); or, where the
+    replicate's rows of P (:data:`FIXED_REFERENCE_METHODS`); or, where the
     default kept the spectral estimate, the replicate's spectral estimate
     (``refine=False``). From the
     spectral estimate, maximum likelihood drifts to its own optimum, so the
@@ -235,25 +226,20 @@ def add_bootstrap(result, G, options: FitOptions, *, log):
     estimate").
     """
     clock = time.perf_counter()
-    fit = _fixed_reference_refit(options)
-    refitted = f", each refitted as the point estimate was ({result.path})"
-    if fit is None and is_spectral_estimate(result.path):
+    if options.method in FIXED_REFERENCE_METHODS:
+        fit = _refit(options)
+        refitted = f", each refitted as the point estimate was ({result.path})"
+    elif is_spectral_estimate(result.path):
+        fit = _refit(replace(options, refine=False))
         refitted = ", each refitted by its spectral estimate"
-
-        def fit(replicate, K, seed, snps):
-            estimate = fit_default(replicate, K, refine=False, tol=options.tol,
-                                   max_iter=options.max_iter, seed=seed,
-                                   windows=options.windows, n_starts=options.n_starts,
-                                   threads=options.threads, log=FitLog())
-            return estimate.Q, estimate.P
-
+    else:
+        fit, refitted = None, ""  # ML from the point estimate, bootstrap's own
     replicates = options.bootstrap
     result.bootstrap = bootstrap_q(G, result.K, Q_ref=result.Q, P_ref=result.P,
                                    n_replicates=replicates, seed=options.seed, fit=fit,
                                    threads=options.threads)
     result.timings["bootstrap"] = time.perf_counter() - clock
-    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs"
-            f"{refitted if fit is not None else ''}")
+    log.add(f"Bootstrap: {replicates} replicates over blocks of SNPs{refitted}")
 
 
 def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:
@@ -287,6 +273,20 @@ def add_extras(result: AdmixtureResult, G, options: FitOptions) -> None:
     result.log_lines = list(result.log_lines) + log.lines
 
 
+def _estimate(G, K: int, o: FitOptions, log: FitLog, *, counts=None) -> AdmixtureResult:
+    """The estimator ``o.method`` names, on genotypes in memory."""
+    common = {"tol": o.tol, "max_iter": o.max_iter, "threads": o.threads, "log": log}
+    if o.method == "projection":
+        return _fit_projection(G, K, o.P, reference_q=o.reference_q,
+                               correction=o.projection_correction, **common)
+    if o.method == "supervised":
+        return _fit_supervised(G, K, o.labels, seed=o.seed, **common)
+    if o.method == "ml":
+        return _fit_plain_ml(G, K, o.init, seed=o.seed, **common)
+    return fit_default(G, K, refine=o.refine, seed=o.seed, windows=o.windows,
+                       n_starts=o.n_starts, counts=counts, **common)
+
+
 def fit_in_memory(G: np.ndarray, K: int, options: FitOptions, *,
                   counts=None) -> AdmixtureResult:
     """Fit Q and P of genotypes in memory with the estimator ``options`` name.
@@ -311,19 +311,8 @@ def fit_in_memory(G: np.ndarray, K: int, options: FitOptions, *,
     AdmixtureResult
     """
     start = time.perf_counter()
-    o = options
-    log = FitLog(o.callback)
-    common = {"tol": o.tol, "max_iter": o.max_iter, "threads": o.threads, "log": log}
-    if o.method == "projection":
-        result = _fit_projection(G, K, o.P, reference_q=o.reference_q,
-                                 correction=o.projection_correction, **common)
-    elif o.method == "supervised":
-        result = _fit_supervised(G, K, o.labels, seed=o.seed, **common)
-    elif o.method == "ml":
-        result = _fit_plain_ml(G, K, o.init, seed=o.seed, **common)
-    else:
-        result = fit_default(G, K, refine=o.refine, seed=o.seed, windows=o.windows,
-                             n_starts=o.n_starts, counts=counts, **common)
+    log = FitLog(options.callback)
+    result = _estimate(G, K, options, log, counts=counts)
     logger.info("K=%d: %s estimate, log-likelihood %.6f", K, result.path, result.loglik)
     log.add(f"Loglikelihood: {result.loglik:.6f}")
     result.history, result.log_lines = log.history, log.lines
