@@ -61,6 +61,7 @@ from .pipeline import FitOptions, add_extras, fit_in_memory
 from .reference import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_REFERENCE_SIZE,
+    check_reference_size,
     fit_streamed,
     fit_with_reference,
 )
@@ -79,7 +80,7 @@ ML_INITS = ("svd", "random")
 _IN_MEMORY_ONLY = ("cv", "bootstrap", "P", "labels")
 
 
-def _check_combination(options: FitOptions, *, reference_size, runs: int,
+def _check_combination(options: FitOptions, K: int, *, reference_size, runs: int,
                        n_individuals: int) -> None:
     """Refuse the options that one fit cannot honour together.
 
@@ -89,8 +90,9 @@ def _check_combination(options: FitOptions, *, reference_size, runs: int,
         A reference sample (``reference_size``) with a projection or
         supervised fit, which fit everyone, or with a bootstrap (whose
         replicates would refit the reference alone: standard errors of its
-        rows, which ``PREFIX.K.Q_se`` could not tell from everyone's);
-        ``reference_q`` without projection; ``runs > 1`` of a projection or
+        rows, which ``PREFIX.K.Q_se`` could not tell from everyone's); a
+        reference sample of no more individuals than K; ``reference_q``
+        without projection; ``runs > 1`` of a projection or
         supervised fit.
     """
     method = options.method
@@ -105,6 +107,9 @@ def _check_combination(options: FitOptions, *, reference_size, runs: int,
                          f"a reference of {reference_size} of the {n_individuals} "
                          "individuals (--reference-size) fits only its own: give "
                          f"--reference-size {n_individuals} or more, or drop -B")
+    size = reference_size or DEFAULT_REFERENCE_SIZE
+    if size < n_individuals:  # a reference sample is drawn (before any pass)
+        check_reference_size(K, size)
     if options.reference_q is not None and method != "projection":
         raise UsageError("reference_q (the reference's Q) is used only by projection")
     if everyone and runs > 1:
@@ -405,7 +410,7 @@ def fit_admixture(
                          bootstrap=bootstrap, windows=windows, n_starts=n_starts,
                          threads=threads, callback=callback)
     everyone = method in ("projection", "supervised")
-    _check_combination(options, reference_size=reference_size, runs=runs,
+    _check_combination(options, K, reference_size=reference_size, runs=runs,
                        n_individuals=n_individuals)
     # a reference asked for is fitted and projected; the default's serves the
     # spectral stage, and maximum likelihood ends on everyone (fit.reference)

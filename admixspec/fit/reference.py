@@ -254,10 +254,9 @@ def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size
     """
     m = G.shape[0]
     rows = reference_individuals(m, reference_size, seed=options.seed)
-    check_reference_size(K, len(rows))
     start = time.perf_counter()
-    logger.info("reference: fitting %d of %d individuals (random, seed %s)",
-                len(rows), m, options.seed)
+    logger.info("reference: fitting %s",
+                _reference_words(len(rows), m, seed=options.seed))
     fit = fit_in_memory(G[rows], K, options)
     reference_seconds = time.perf_counter() - start
     others = np.setdiff1d(np.arange(m), rows, assume_unique=True)
@@ -398,7 +397,6 @@ def fit_streamed(genotypes, K: int, *, reference_size: int, chunk_size: int,
     source = genotypes.chunks
     m, n = source.n_individuals, source.n_snps
     o = options
-    check_reference_size(K, min(reference_size, m))
     rows, snps, G_ref = reference_sample(genotypes, reference_size, seed=o.seed)
     logger.info("reference: %s on %d of %d SNPs in memory",
                 _reference_words(len(rows), m, seed=o.seed), len(snps), n)
