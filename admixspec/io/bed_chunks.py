@@ -163,7 +163,8 @@ class BedChunks(StreamedChunks):
                                             "left")) - done
                 span = int(wanted[done + count - 1] - first) + 1
                 handle.seek(3 + int(first) * self.bytes_per_snp)
-                _read_fully(handle, self._raw[:span].reshape(-1), self._truncated)
+                if not _read_fully(handle, self._raw[:span].reshape(-1)):
+                    raise self._truncated(handle)
                 self._check_padding(self._raw[:span], int(first))
                 yield done, self._raw[:span], wanted[done:done + count] - first
                 done += count
@@ -189,8 +190,8 @@ class BedChunks(StreamedChunks):
                 raise padding_error(self.path, self.n_samples, first + int(written[0]))
 
 
-def _read_fully(handle, buffer: np.ndarray, truncated) -> None:
-    """Fill ``buffer`` from ``handle``, raising ``truncated(handle)`` at end of file.
+def _read_fully(handle, buffer: np.ndarray) -> bool:
+    """Fill ``buffer`` from ``handle``; False where the file ends first.
 
     One read returns fewer bytes than asked for at the end of the file, but
     also without it: Linux reads at most 2 GiB at a time (0x7ffff000 bytes),
@@ -201,8 +202,9 @@ def _read_fully(handle, buffer: np.ndarray, truncated) -> None:
     while filled < view.nbytes:
         count = handle.readinto(view[filled:])
         if not count:
-            raise truncated(handle)
+            return False
         filled += count
+    return True
 
 
 def open_streamed_bed(path, *, memory_bytes: float, samples=None, region=None,
