@@ -178,9 +178,14 @@ def _parse_labels(labels, m):
     labels = list(labels)
     if len(labels) != m:
         raise InputError(f"{len(labels)} population labels for {m} individuals")
-    clean = [None if (x is None or str(x).strip() in UNKNOWN_LABELS) else str(x).strip()
-             for x in labels]
-    return clean, reference_populations(clean)
+    clean = [_clean_label(x) for x in labels]
+    return clean, list(dict.fromkeys(x for x in clean if x is not None))
+
+
+def _clean_label(label) -> str | None:
+    """A label's population name, stripped; None where it names none."""
+    name = None if label is None else str(label).strip()
+    return None if name in UNKNOWN_LABELS else name
 
 
 def reference_populations(labels) -> list[str]:
@@ -202,8 +207,8 @@ def reference_populations(labels) -> list[str]:
     >>> reference_populations(["YRI", "-", "CEU", "YRI", None])
     ['YRI', 'CEU']
     """
-    named = (str(x).strip() for x in labels if x is not None)
-    return list(dict.fromkeys(x for x in named if x not in UNKNOWN_LABELS))
+    return list(dict.fromkeys(name for x in labels
+                              if (name := _clean_label(x)) is not None))
 
 
 def _warn_same_names(populations) -> None:
