@@ -619,6 +619,7 @@ def _input_rows(path, genotypes):
     """
     import numpy as np
 
+    from .io.common import sample_rows
     from .io.reader import input_samples
 
     samples, families = input_samples(path)
@@ -626,9 +627,8 @@ def _input_rows(path, genotypes):
     if families is not None and genotypes.families is not None:
         samples = np.char.add(np.char.add(families, "\t"), samples)
         kept = np.char.add(np.char.add(genotypes.families.astype(str), "\t"), kept)
-    order = np.argsort(samples, kind="stable")
-    at = np.searchsorted(samples, kept, sorter=order)
-    return len(samples), order[np.minimum(at, len(samples) - 1)]
+    # the readers keep samples in file order, as sample_rows returns them
+    return len(samples), sample_rows(samples, kept, path, kind=None)
 
 
 def run_fit(args: argparse.Namespace) -> int:
@@ -1175,6 +1175,7 @@ def run_summary(args: argparse.Namespace) -> int:
 
         write_text(args.out, table.to_csv(sep="\t", index=False, float_format="%.10g"))
     else:
+        # na_rep does not reach None in object columns
         table = table.fillna({"estimator": "-", "loglik": "-"})
         print(table.to_string(index=False, na_rep="-"))
     return 0
@@ -1443,11 +1444,11 @@ def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) ->
     if not unknown:
         return
     if argv[0] == "run":
-        for word in unknown:
-            for flag, message in _ADMIXTURE_ONLY.items():
-                attached = not flag.startswith("--") and word.startswith(flag)
-                if word.split("=", 1)[0] == flag or attached:
-                    subparser.error(message)
+        for word in unknown:  # --method=em, -m, or a short flag with its value: -P3
+            message = _ADMIXTURE_ONLY.get(word.split("=", 1)[0]) or (
+                not word.startswith("--") and _ADMIXTURE_ONLY.get(word[:2]))
+            if message:
+                subparser.error(message)
     subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
 
 
