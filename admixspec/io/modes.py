@@ -29,7 +29,6 @@ file of that K. All files of one call are written together or not at all
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from pathlib import Path
@@ -39,7 +38,7 @@ import numpy as np
 from ..core.exceptions import InputError
 from .admixture import format_q, output_path
 from .common import write_all_or_none
-from .results import read_ancestry_q
+from .results import read_ancestry_q, read_run_record
 
 __all__ = [
     "MODES_COLUMNS",
@@ -235,13 +234,11 @@ def _stale_because(prefix, K: int, table) -> str | None:
     """
     record_path = output_path(prefix, K, "json")
     try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # none, or unreadable: reported where it is read
-        return None
-    if not isinstance(record, dict):
+        record = read_run_record(record_path, K=K)
+    except InputError:  # none, or unreadable: reported where it is read
         return None
     modes = record.get("modes")
-    if not isinstance(modes, dict):
+    if modes is None:
         return f"{record_path.name} records a run without --runs"
     runs = [str(row.get("runs")) for row in modes.get("modes") or []
             if isinstance(row, dict)]

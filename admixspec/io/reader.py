@@ -387,10 +387,8 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
     filters = {"region": region, "maf": maf, "geno": geno, "mind": mind}
     in_memory = {"drop_monomorphic": drop_monomorphic, "num_threads": num_threads,
                  **filters}
-    samples, shape = keep, None
-    if stream and detect_format(path) in ("plink", "vcz"):
-        samples = _samples(keep)
-        shape = input_shape(path, samples=samples, region=region)
+    samples = _samples(keep)
+    shape = input_shape(path, samples=samples, region=region) if stream else None
     if shape is None:
         if stream and memory_mib is not None:
             logger.info("--memory: only a PLINK .bed or VCF Zarr store is streamed; "

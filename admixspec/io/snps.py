@@ -25,7 +25,6 @@ Every step is a table join (pandas), no Python loop over SNPs.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -358,11 +357,13 @@ def _not_the_reference(prefix: str) -> str | None:
     None where the fit's Q is of the individuals P was fitted on, or without
     a readable JSON (e.g. ADMIXTURE's run).
     """
+    from .results import read_run_record
+
     try:
-        record = json.loads(Path(prefix + ".json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = read_run_record(prefix + ".json")
+    except InputError:  # none, or unreadable (e.g. ADMIXTURE's run has none)
         return None
-    path = str(record.get("path", "")) if isinstance(record, dict) else ""
+    path = record.get("path") or ""
     if path == "projection":
         return "a projection run's Q, of individuals projected onto a P fitted on others"
     if path.endswith("+projection"):
