@@ -29,6 +29,19 @@ MULTIALLELIC_VCF = (
     "1\t40\tsnp2\tC\tT\t.\t.\t.\tGT\t1/1\t0/1\t0/0\n"
 )
 
+#: Imputed calls: plink2 keeps the DS dosages and stores a missing hard call
+#: where a dosage is further than 0.1 from a whole number (s2's 0.5 and 1.7
+#: copies of REF).
+DOSAGE_VCF = (
+    "##fileformat=VCFv4.2\n"
+    "##contig=<ID=1,length=1000>\n"
+    '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+    '##FORMAT=<ID=DS,Number=A,Type=Float,Description="ALT dosage">\n'
+    "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ta\tb\tc\n"
+    "1\t10\ts1\tA\tG\t.\t.\t.\tGT:DS\t0/0:0\t0/1:1\t1/1:2\n"
+    "1\t20\ts2\tC\tT\t.\t.\t.\tGT:DS\t0/1:1.5\t0/0:0.3\t0/1:1\n"
+)
+
 
 def plink2(*args: str) -> None:
     subprocess.run([PLINK2, *args, "--threads", "1"], check=True, capture_output=True)
@@ -96,6 +109,25 @@ class TestReadPgen:
         assert np.array_equal(pgen.dosage, read_vcf(vcf).dosage)  # REF copies
         details = pgen.filter_log[0]["details"]
         assert (details["multiallelic"], details["indel_or_symbolic"]) == (1, 1)
+
+    def test_pgen__dosages_read_as_hard_calls_with_a_warning(self, tmp_path, caplog):
+        vcf = tmp_path / "imputed.vcf"
+        vcf.write_text(DOSAGE_VCF)
+        plink2("--vcf", str(vcf), "dosage=DS", "--make-pgen", "--out",
+               str(tmp_path / "imputed"))
+        with caplog.at_level("WARNING", logger="admixspec"):
+            pgen = read_pgen(tmp_path / "imputed.pgen")
+        assert pgen.dosage.tolist() == [[2, -1], [1, -1], [0, 1]]  # plink2's hard calls
+        assert "holds dosages" in caplog.text
+        counts = "2 of 6 dosages are not whole numbers and 2 of them are missing"
+        assert counts in caplog.text
+
+    def test_pgen__hard_calls_alone_read_without_a_dosage_warning(
+        self, example_pgen, caplog
+    ):
+        with caplog.at_level("WARNING", logger="admixspec"):
+            read_pgen(example_pgen)
+        assert "dosages" not in caplog.text
 
     def test_pgen__unknown_sample_is_input_error(self, example_pgen):
         with pytest.raises(InputError, match="not in the .psam"):

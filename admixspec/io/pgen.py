@@ -14,11 +14,15 @@ Variants
 Only biallelic SNPs are kept, as for VCF input: multiallelic variants (ALT
 lists several alleles), indels and symbolic alleles are skipped and counted
 under the ``"biallelic_snp"`` entry of :attr:`Genotypes.filter_log`. Only
-hard calls are read (a ``.pgen``'s imputed dosages are ignored).
+hard calls are read, as ``plink2 --make-bed`` writes them: a ``.pgen`` that
+holds dosages (imputed data) is read with a warning, since PLINK 2 stored a
+missing hard call wherever a dosage is further than its
+``--hard-call-threshold`` from a whole number.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import warnings
 from pathlib import Path
@@ -38,6 +42,8 @@ from .common import (
 from .errors import check_complete_rows, one_line
 
 __all__ = ["pgen_prefix", "read_pgen"]
+
+logger = logging.getLogger("admixspec")
 
 _SUFFIXES = (".pgen", ".pvar", ".psam")
 #: Variants decoded per pgenlib call.
@@ -179,10 +185,37 @@ def _read_hardcalls(pgen_path, variant_ct, rows, columns, offsets, raw_sample_ct
             out = block[: len(chunk)]
             reader.read_list(chunk, out, allele_idx=0)
             dosage[:, start : start + len(chunk)] = out.T
+            if start == 0:
+                _warn_of_dosages(reader, chunk, out, pgen_path)
     finally:
         reader.close()
     dosage[dosage == _PGEN_MISSING] = MISSING
     return dosage
+
+
+def _warn_of_dosages(reader, chunk, hardcalls, pgen_path) -> None:
+    """Warn when the first block's dosages are not its hard calls (imputed data).
+
+    pgenlib reads a hard call as its dosage where the file stores none, so a
+    dosage that is not a whole number means the ``.pgen`` holds dosages. Only
+    the first block is checked: one more decode of at most :data:`BLOCK_SIZE`
+    variants.
+    """
+    dosages = np.empty(hardcalls.shape, dtype=np.float64)
+    reader.read_dosages_list(chunk, dosages, allele_idx=0)
+    called = dosages != _PGEN_MISSING
+    fractional = called & (dosages != np.rint(dosages))
+    if not fractional.any():
+        return
+    lost = called & (hardcalls == _PGEN_MISSING)
+    logger.warning(
+        "%s holds dosages (imputed data?): admixspec reads its hard calls, as "
+        "`plink2 --make-bed` does; in its first %d variants %d of %d dosages are "
+        "not whole numbers and %d of them are missing calls (further than PLINK "
+        "2's --hard-call-threshold from one)", pgen_path, len(chunk),
+        int(np.count_nonzero(fractional)), int(np.count_nonzero(called)),
+        int(np.count_nonzero(lost)),
+    )
 
 
 def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
