@@ -84,6 +84,16 @@ class TestMatchSnps:
         match = match_snps(reference, target)
         assert match.reference.tolist() == [1] and match.counts["duplicate"] == 1
 
+    def test_plink_chromosome_codes__match_vcf_names_by_position(self):
+        # PLINK writes X, Y, XY and MT as 23, 24, 25 and 26; a VCF names them
+        reference = _table([("23", 10, ".", "A", "G"), ("24", 20, ".", "C", "T"),
+                            ("25", 30, ".", "A", "C"), ("26", 40, ".", "G", "A")])
+        target = _table([("chrX", 10, ".", "A", "G"), ("chrY", 20, ".", "C", "T"),
+                         ("X", 30, ".", "A", "C"), ("chrM", 40, ".", "G", "A")])
+        match = match_snps(reference, target)
+        assert match.reference.tolist() == [0, 1, 2, 3]
+        assert match.counts["by_position"] == 4
+
     def test_identical_tables__everything_in_order(self):
         variants = read_genotypes(BED).variants
         match = match_snps(variants, variants, ambiguous=True)

@@ -10,8 +10,9 @@ REF) and ``other`` the second allele.
 target's (the genotypes to project), so that ``run --project PREFIX.K.P``
 works on data that are not the reference's SNPs in the reference's order:
 
-1. by chromosome and position (``chr1`` and ``1`` are one chromosome), then,
-   for the SNPs left, by ID (``.`` is no ID);
+1. by chromosome and position (``chr1`` and ``1`` are one chromosome, and
+   PLINK's codes 23, 24, 25 and 26 are X, Y, X's pseudo-autosomal ``XY`` and
+   ``MT``), then, for the SNPs left, by ID (``.`` is no ID);
 2. a pair is kept when its alleles agree: the same counted allele (P as it
    is), the counted and other allele swapped (P flipped to ``1 - P``), or
    either of these on the other strand (``A/G`` against ``T/C``);
@@ -186,10 +187,16 @@ class SnpMatch:
         )
 
 
+#: PLINK's numeric codes of the sex chromosomes and the mitochondrion, as VCFs
+#: name them (``XY``, PLINK's X pseudo-autosomal region, lies on X's positions).
+_CHROMOSOME_NAMES = {"23": "X", "24": "Y", "25": "X", "XY": "X", "26": "MT", "M": "MT"}
+
+
 def _normalised(variants: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame({
         "chrom": variants["chrom"].astype(str).str.strip()
-        .str.replace(r"^chr", "", regex=True, case=False).str.upper(),
+        .str.replace(r"^chr", "", regex=True, case=False).str.upper()
+        .replace(_CHROMOSOME_NAMES),
         "pos": pd.to_numeric(variants["pos"], errors="coerce").fillna(-1)
         .astype(np.int64),
         "id": variants["id"].astype(str).str.strip(),
