@@ -319,6 +319,15 @@ class TestReadVcf:
         with pytest.raises(InputError, match="1 requested sample.*'zz'"):
             read_vcf(small_vcf_fixture, samples=["a", "zz"])
 
+    def test_read_vcf__keep_of_iids_in_plink2s_fid_iid_vcf__error_says_so(
+        self, tmp_path
+    ):
+        # plink2 --export vcf names each sample FID_IID
+        header = HEADER.replace("\ta\tb\tc\td\te", "\tf_a\tf_b\tf_c\tf_d\tf_e")
+        vcf = write_text_file(tmp_path / "pasted.vcf", header + RECORDS[0] + "\n")
+        with pytest.raises(InputError, match="the file has 'f_b', as plink2 --export"):
+            read_vcf(vcf, samples=["b"])
+
     def test_read_vcf__region_needs_index(self, small_vcf_fixture):
         with pytest.raises(InputError, match="--region needs an indexed file"):
             read_vcf(small_vcf_fixture, region="1:1-20")

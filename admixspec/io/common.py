@@ -240,10 +240,27 @@ def sample_rows(ids, samples, path, kind: str | None = ".fam") -> np.ndarray:
     unknown = [sample for sample in samples if sample not in known]
     if unknown:
         raise InputError(
-            f"{len(unknown)} requested sample(s) not in {where} (first: {unknown[0]!r})",
-            path=path,
+            f"{len(unknown)} requested sample(s) not in {where} (first: {unknown[0]!r})"
+            + _pasted_id_hint(ids, unknown[0]), path=path,
         )
     return rows
+
+
+def _pasted_id_hint(ids: np.ndarray, sample: str) -> str:
+    """A hint where the file names ``sample`` as ``FID_IID``, as plink2's VCFs do.
+
+    Examples
+    --------
+    >>> _pasted_id_hint(np.array(["f1_a", "f2_b"]), "a")[:22]
+    "; the file has 'f1_a',"
+    >>> _pasted_id_hint(np.array(["a"]), "b")
+    ''
+    """
+    pasted = ids[np.char.endswith(ids, "_" + str(sample))]
+    if len(pasted) == 0:
+        return ""
+    return (f"; the file has {str(pasted[0])!r}, as plink2 --export vcf names FID_IID: "
+            "give the file's names, or export with id-paste=iid")
 
 
 def is_snp_allele(alleles: pd.Series) -> np.ndarray:
