@@ -672,6 +672,15 @@ class TestReadGenotypes:
         assert detect_format(tmp_path / "noext") == "plink"
         assert detect_format(tmp_path / "sim") == "plink"
 
+    @pytest.mark.parametrize(("name", "command"), [
+        ("cohort.ped", "plink --file cohort --make-bed"),
+        ("cohort.tped", "plink --tfile cohort --make-bed"),
+        ("cohort.bgen", "plink2 --bgen cohort.bgen ref-first --sample cohort.sample"),
+    ])
+    def test_detect_format__plink_text_and_bgen_get_the_conversion(self, name, command):
+        with pytest.raises(InputError, match=f"does not read .*: {command}"):
+            detect_format(name)
+
     def test_read_keep__one_or_two_columns(self, tmp_path):
         path = write_text_file(tmp_path / "keep.txt", "# comment\nA\nfam1 B\n\nA\n")
         assert read_keep(path) == ["A", "B"]

@@ -33,6 +33,16 @@ __all__ = ["detect_format", "input_samples", "input_shape", "memory_budget",
 logger = logging.getLogger("admixspec")
 
 _VCF_SUFFIXES = (".vcf", ".vcf.gz", ".vcf.bgz", ".bcf", ".gz", ".bgz")
+#: Formats admixspec does not read, with the PLINK command that converts each
+#: to a .bed fileset (ADMIXTURE reads .ped and .tped itself).
+_CONVERSIONS = {
+    ".ped": "plink --file {stem} --make-bed --out {stem}",
+    ".map": "plink --file {stem} --make-bed --out {stem}",
+    ".tped": "plink --tfile {stem} --make-bed --out {stem}",
+    ".tfam": "plink --tfile {stem} --make-bed --out {stem}",
+    ".bgen": "plink2 --bgen {stem}.bgen ref-first --sample {stem}.sample --make-bed "
+             "--out {stem}",
+}
 
 
 def detect_format(path) -> str:
@@ -47,7 +57,8 @@ def detect_format(path) -> str:
     ------
     InputError
         If neither the path nor ``path.bed`` (or ``path.pgen``) exists, or the
-        format is unknown.
+        format is unknown (a ``.ped``, ``.tped`` or ``.bgen`` gets the PLINK
+        command that converts it).
 
     Examples
     --------
@@ -56,6 +67,10 @@ def detect_format(path) -> str:
     """
     path = Path(path)
     name = path.name.lower()
+    if path.suffix.lower() in _CONVERSIONS:
+        command = _CONVERSIONS[path.suffix.lower()].format(stem=path.with_suffix(""))
+        raise InputError(f"admixspec does not read {path.suffix} files; convert them "
+                         f"to a .bed fileset first: {command}", path=path)
     if path.suffix in (".bed", ".bim", ".fam"):
         return "plink"
     if path.suffix in (".pgen", ".pvar", ".psam"):
