@@ -91,6 +91,7 @@ from ..core.metrics import align_components, assign_components
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "LOGLIK_TIE",
     "Mode",
     "ModesResult",
     "align_mode_panels",
@@ -102,6 +103,10 @@ __all__ = [
 #: Clumppling's single-mode line 0.99 and its all-separate line 0.9; measured in
 #: the module docstring).
 DEFAULT_THRESHOLD = 0.97
+
+#: Log-likelihoods this close are ties (the log prints six decimals), which go to
+#: the earliest run: runs that stop on one maximum often differ by less.
+LOGLIK_TIE = 1e-6
 
 #: The name written beside the numbers (log, TSV header comment, report).
 MEASURE = "CLUMPP G' (1 - ||Q_a - Q_b P||_F / sqrt(2N), best permutation P)"
@@ -179,8 +184,10 @@ class Mode:
         G' between this mode's representative and the major mode's (1 for the
         major mode).
     representative : int
-        The run that stands for the mode: its best log-likelihood (without
-        log-likelihoods, the run most alike the others on average).
+        The run that stands for the mode: the reported run in its own mode,
+        else its best log-likelihood (the earliest of runs within
+        :data:`LOGLIK_TIE` of it; without log-likelihoods, the run most alike
+        the others on average).
     min_similarity : float
         The smallest G' between two of its runs (1 for a single run).
     """
@@ -424,6 +431,12 @@ def _cluster(S: np.ndarray, threshold: float) -> np.ndarray:
     return fcluster(tree, t=cut, criterion="distance").astype(np.int64)
 
 
+def _first_best(ll: np.ndarray, members: np.ndarray) -> int:
+    """The earliest of ``members`` within :data:`LOGLIK_TIE` of their best."""
+    values = ll[members]
+    return int(members[np.flatnonzero(values >= np.nanmax(values) - LOGLIK_TIE)[0]])
+
+
 def find_modes(Qs, *, logliks=None, threshold: float = DEFAULT_THRESHOLD,
                run_names=None, reference: int | None = None) -> ModesResult:
     """Align several runs of one K and group them into modes.
@@ -438,7 +451,8 @@ def find_modes(Qs, *, logliks=None, threshold: float = DEFAULT_THRESHOLD,
         row order. Run 0 should be the default start (it wins ties).
     logliks : sequence of float, shape (n_runs,), optional
         Each run's log-likelihood. The best run is the reference the others
-        are aligned to and its mode's representative; modes of equal size are
+        are aligned to and its mode's representative (of runs within
+        :data:`LOGLIK_TIE` of the best, the earliest); modes of equal size are
         ordered by their best log-likelihood. Without them, run 0 is the
         reference and a mode's representative is its run most alike the others.
     threshold : float
@@ -497,8 +511,8 @@ def find_modes(Qs, *, logliks=None, threshold: float = DEFAULT_THRESHOLD,
     has_ll = not np.isnan(ll).all()
     given = reference is not None
     if not given:
-        # nanargmax keeps the first of equal maxima: the default start wins ties
-        reference = int(np.nanargmax(ll)) if has_ll else 0
+        # the default start, run 0, wins ties
+        reference = _first_best(ll, np.arange(R)) if has_ll else 0
     elif not 0 <= int(reference) < R:
         raise UsageError(f"reference run {reference} of {R} runs")
     reference = int(reference)
@@ -507,10 +521,10 @@ def find_modes(Qs, *, logliks=None, threshold: float = DEFAULT_THRESHOLD,
     groups = _cluster(S, threshold)
 
     def representative(members: np.ndarray) -> int:
-        if given and reference in members:  # the reported run stands for its mode
+        if (given or has_ll) and reference in members:  # the reported run stands for it
             return reference
         if has_ll and not np.isnan(ll[members]).all():
-            return int(members[np.nanargmax(ll[members])])
+            return _first_best(ll, members)
         return int(members[np.argmax(S[np.ix_(members, members)].mean(axis=1))])
 
     drafts = []

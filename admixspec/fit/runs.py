@@ -18,8 +18,9 @@ one K and groups them into modes (:func:`admixspec.fit.modes.find_modes`):
   HapMap3 data at K = 4, 4 of 5 such runs ended in maxima the default did not
   find; ``docs/make_report_figure.py``).
 
-The result is the run with the best log-likelihood (ties go to run 1, the
-default), with every run's Q, log-likelihood and mode attached
+The result is the run with the best log-likelihood (ties, within
+:data:`~admixspec.fit.modes.LOGLIK_TIE`, go to the earliest run: run 1, the
+default, where it is one of them), with every run's Q, log-likelihood and mode attached
 (:attr:`~admixspec.fit.result.AdmixtureResult.modes`); except where run 1
 is the spectral estimate, which the default's choice preferred to maximum
 likelihood: every ML run's log-likelihood exceeds it, so ranking by it
@@ -42,7 +43,7 @@ import dataclasses
 import logging
 import time
 
-from .modes import DEFAULT_THRESHOLD, find_modes
+from .modes import DEFAULT_THRESHOLD, LOGLIK_TIE, find_modes
 from .pipeline import FitOptions, is_spectral_estimate
 from .result import AdmixtureResult
 
@@ -89,8 +90,10 @@ def _run_names(options: list[FitOptions]) -> list[str]:
 
 
 def _describe(option: FitOptions) -> str:
-    return ("the default path" if option.method != "ml" or option.init != "random"
-            else "maximum likelihood from a random start")
+    if option.method != "ml":
+        return "the default path"
+    return ("maximum likelihood from a random start" if option.init == "random"
+            else f"maximum likelihood from the {str(option.init).upper()} start")
 
 
 def fit_runs(fit_one, options: FitOptions, *, runs: int,
@@ -114,8 +117,9 @@ def fit_runs(fit_one, options: FitOptions, *, runs: int,
     Returns
     -------
     AdmixtureResult
-        The kept run's fit: the best log-likelihood's (ties: the earliest run,
-        so the default's), or run 1 where it is the spectral estimate; with
+        The kept run's fit: the best log-likelihood's (ties within
+        :data:`~admixspec.fit.modes.LOGLIK_TIE`: the earliest run), or run 1
+        where it is the spectral estimate; with
         ``modes`` (:class:`~admixspec.fit.modes.ModesResult`, runs in order),
         ``diagnostics["runs"]`` (per run: name, seed, start, path,
         log-likelihood, iterations, converged, seconds, mode), its log lines
@@ -144,15 +148,18 @@ def fit_runs(fit_one, options: FitOptions, *, runs: int,
          "mode": int(modes.labels[r])}
         for r, (name, option, fit) in enumerate(zip(names, starts, fits, strict=True))
     ]
-    seeds = f"seeds {names[1]}-{names[-1]}" if runs > 2 else f"seed {names[-1]}"
-    kept_text = (f"kept the best log-likelihood's, run {names[modes.reference]}"
+    what = "seed" if options.seed is not None else "run"  # unseeded: run numbers
+    seeds = f"{what}s {names[1]}-{names[-1]}" if runs > 2 else f"{what} {names[-1]}"
+    kept_text = (f"kept the best log-likelihood's (the earliest of runs within "
+                 f"{LOGLIK_TIE:g} of it), run {names[modes.reference]}"
                  if kept is None else
                  f"kept run {names[0]}, the spectral estimate the default chose over "
                  "maximum likelihood (whose log-likelihood is higher wherever it is "
                  "fitted)")
     lines = list(best.log_lines) + [
-        f"Runs: {runs} fits of K={best.K}: run {names[0]} the default path, "
-        + (f"{seeds} maximum likelihood from random starts; " if runs > 1 else "")
+        f"Runs: {runs} fits of K={best.K}: run {names[0]} {_describe(starts[0])}, "
+        + (f"{seeds} maximum likelihood from random starts; " if runs > 2 else
+           f"{seeds} maximum likelihood from a random start; " if runs > 1 else "")
         + kept_text,
     ] + [
         f"Run {row['run']}: {row['path']}, loglikelihood {row['loglik']:.6f}, "

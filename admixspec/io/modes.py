@@ -73,8 +73,9 @@ def format_modes(table) -> str:
     Returns
     -------
     str
-        Tab-separated, a header line, floats with 10 significant digits,
-        ``NA`` for a missing number.
+        Tab-separated, a header line, log-likelihoods with six decimals (as
+        the log prints them), other floats with 10 significant digits, ``NA``
+        for a missing number.
 
     Examples
     --------
@@ -84,12 +85,16 @@ def format_modes(table) -> str:
     ...            representative="1", best=True, runs="1,2", q_file="r.2.Q")
     >>> header, line = format_modes(pd.DataFrame([row])).splitlines()
     >>> line.split("\\t")
-    ['1', '2', '1', '-5', '-5.5', '1', '0.9995', '1', 'True', '1,2', 'r.2.Q']
+    ['1', '2', '1', '-5.000000', '-5.500000', '1', '0.9995', '1', 'True', '1,2', 'r.2.Q']
     """
     missing = [c for c in MODES_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"modes table lacks columns {missing}")
-    return table.loc[:, list(MODES_COLUMNS)].to_csv(
+    table = table.loc[:, list(MODES_COLUMNS)].copy()
+    for column in ("best_loglik", "mean_loglik"):  # %.10g keeps too few decimals
+        values = table[column].astype(float)
+        table[column] = values.map("{:.6f}".format).where(values.notna())
+    return table.to_csv(
         sep="\t", index=False, float_format="%.10g", na_rep="NA", lineterminator="\n"
     )
 

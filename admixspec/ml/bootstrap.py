@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..core.exceptions import UsageError
 from ..core.metrics import match_components
 from ..core.validation import SEED, Dosage, Interval, validate_params
 from .likelihood import loglikelihood
@@ -77,6 +78,11 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
     -------
     BootstrapResult
 
+    Raises
+    ------
+    UsageError
+        A ``block_size`` that leaves a single block (at least the SNPs).
+
     Examples
     --------
     >>> from admixspec import simulate_balding_nichols
@@ -87,6 +93,12 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
     """
     G = dosage
     m, n = G.shape
+    block = math.ceil(n / 200) if block_size is None else block_size
+    starts = np.arange(0, n, block)
+    n_draw = len(starts)
+    if n_draw < 2:  # every replicate would be the data itself: a standard error of 0
+        raise UsageError(f"block_size={block} leaves one block of the {n} SNPs: "
+                         "resampling needs at least 2 blocks")
     rng = np.random.default_rng(seed)
     if Q_ref is None or P_ref is None:
         full = fit_ml(G, K, Q0=Q_ref, P0=P_ref, seed=seed,
@@ -96,9 +108,6 @@ def bootstrap(dosage, K: int, *, Q_ref=None, P_ref=None, n_replicates: int = 200
     P_ref = np.asarray(P_ref, dtype=np.float64)
     if fit is None and tol is None:  # only the default refits read it
         tol = max(1e-4, 1e-8 * abs(loglikelihood(G, Q_ref, P_ref, threads=threads)))
-    block = math.ceil(n / 200) if block_size is None else block_size
-    starts = np.arange(0, n, block)
-    n_draw = len(starts)
     total = np.zeros_like(Q_ref)
     total_sq = np.zeros_like(Q_ref)
     for _ in range(n_replicates):

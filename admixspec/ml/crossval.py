@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..core.exceptions import UsageError
 from ..core.parameters import check_params
 from ..core.threads import thread_limit
 from ..core.validation import SEED, Dosage, Interval, validate_params
@@ -58,6 +59,22 @@ def format_cv(K: int, result: CVResult) -> str:
     return f"CV error (K={K}): {result.error:.5f}"
 
 
+def _check_folds_hold_entries(counts: np.ndarray) -> None:
+    """Refuse a fold that held no observed entry: its error would be 0 / 0.
+
+    Entries are dealt to the folds at random, so a few observed entries can
+    leave a fold empty even when there are more entries than folds. Checked on
+    the folds' own counts, after their fits: a check before them would cost a
+    pass over the genotypes per fold, for data sets small enough to fit at once.
+    """
+    empty = np.flatnonzero(counts == 0)
+    if len(empty):
+        raise UsageError(
+            f"cross-validation fold {empty[0] + 1} of {len(counts)} holds none of the "
+            f"{int(counts.sum())} observed genotype entries (they are dealt to the "
+            "folds at random): use fewer folds (--cv)")
+
+
 @validate_params({"dosage": Dosage(), "K": Interval(int, 1), "folds": Interval(int, 2),
                   "tol": Interval(float, 0, closed="neither", allow_none=True),
                   "threads": Interval(int, 1, allow_none=True), "seed": SEED})
@@ -92,6 +109,12 @@ def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
     Returns
     -------
     CVResult
+
+    Raises
+    ------
+    UsageError
+        A fold that holds no observed genotype entry (too few entries for
+        ``folds``).
 
     Examples
     --------
@@ -129,6 +152,5 @@ def cross_validate(dosage, K: int, *, folds: int = 5, seed=None,
         Q, P = check_params(Q, P, *G.shape)
         with thread_limit(threads):
             totals[f], counts[f] = deviance_kernel(G, P, Q, f, folds, fold_seed)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fold_errors = totals / counts
-    return CVResult(float(totals.sum() / counts.sum()), fold_errors)
+    _check_folds_hold_entries(counts)
+    return CVResult(float(totals.sum() / counts.sum()), totals / counts)
