@@ -109,7 +109,7 @@ def _mode_panels(prefix: Path, K: int, q_path: Path) -> list[tuple[np.ndarray, s
         best = "*" if path.resolve() == q_path.resolve() else ""
         percent = "" if np.isnan(share) else f" ({100 * share:.0f}%)"
         panels.append((Q, f"K={K}\nmode {mode}{percent}{best}"))
-    return panels or [(read_ancestry_q(q_path), f"K={K}")]
+    return panels or [(read_ancestry_q(q_path, K=K), f"K={K}")]
 
 
 def _load_panels(Qs, Ks, *, modes: bool = False):
@@ -141,8 +141,10 @@ def _load_panels(Qs, Ks, *, modes: bool = False):
                 for K, q_path in runs:
                     panels.extend(_mode_panels(path, K, q_path))
             else:
-                panels.extend((read_ancestry_q(q_path), q_path.name)
-                              for _, q_path in runs)
+                # the K of a run's file name is its K: a file of other width
+                # would be drawn, and picked by -K, as another K's
+                panels.extend((read_ancestry_q(q_path, K=K), q_path.name)
+                              for K, q_path in runs)
             q_paths.extend(q_path for _, q_path in runs)
             continue
         Q = np.asarray(item, dtype=float)
@@ -191,6 +193,11 @@ def individual_order(Q: np.ndarray, labels, population_order):
             raise UsageError(
                 f"population_order names populations not in the labels: {unknown}"
             )
+        # a population named twice would be drawn twice: more bars than individuals
+        twice = sorted({p for p in populations if populations.count(p) > 1})
+        if twice:
+            raise UsageError(f"population_order names a population more than once: "
+                             f"{twice}")
         populations += [p for p in present if p not in populations]
     order, groups, start = [], [], 0
     for name in populations:
@@ -447,7 +454,9 @@ def _draw_panel(ax, Q, order, groups, name, colours) -> None:
     ax.set_ylim(0, 1)
     ax.set_yticks([])
     ax.tick_params(axis="x", length=0)
-    ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=9)
+    # names and labels come from files: drawn as written, never as mathtext ($...$)
+    ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=9,
+                  parse_math=False)
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_linewidth(0.6)
 
@@ -457,7 +466,7 @@ def _label_individuals(ax, groups, n, rotate) -> None:
     if groups:
         ax.set_xticks([(start + stop) / 2 for _, start, stop in groups])
         ax.set_xticklabels([g[0] for g in groups], rotation=90 if rotate else 0,
-                           fontsize=8 if rotate else 9)
+                           fontsize=8 if rotate else 9, parse_math=False)
         ax.tick_params(axis="x", length=0)
     else:
         ax.set_xticks([])
@@ -478,7 +487,7 @@ def plot_ancestry(
     Ks=None,
     names=None,
     align: bool = True,
-    sort_panel: int = -1,
+    sort_panel: int | None = None,
     colors=None,
     ax=None,
     out=None,
@@ -520,10 +529,11 @@ def plot_ancestry(
         Match components across panels so a component keeps its colour
         (:func:`~admixspec.core.metrics.align_components`). With ``False`` columns are
         drawn as given.
-    sort_panel : int
-        Which panel (index in K order; default the largest K) decides the
-        order of individuals within a population: by decreasing share of the
-        population's mean dominant component.
+    sort_panel : int, optional
+        Which panel (index in K order) decides the order of individuals
+        within a population: by decreasing share of the population's mean
+        dominant component. Default: the first panel of the largest K (with
+        ``modes``, its major mode), as ``admixspec report`` orders them.
     colors : sequence of str, optional
         One colour per aligned component (default :func:`ancestry_palette`).
     ax : matplotlib.axes.Axes or sequence of them, optional
@@ -592,6 +602,8 @@ def plot_ancestry(
     if len(colours) < K_max:
         raise UsageError(f"{len(colours)} colours for K = {K_max} components")
     n = aligned[0].shape[0]
+    if sort_panel is None:  # not the last panel: with modes, the K's rarest mode
+        sort_panel = next(j for j, Q in enumerate(aligned) if Q.shape[1] == K_max)
     order, groups = individual_order(aligned[sort_panel], labels, population_order)
     if ax is None:
         fig, axes, rotate_labels = _new_figure(
@@ -693,7 +705,11 @@ def plot_cv(results, *, out=None, title: str | None = None, dpi: int = 150):
             raise InputError("no 'CV error (K=...)' line in the logs (run with --cv)")
     Ks = sorted(cv)
     values = [cv[K] for K in Ks]
-    best = Ks[int(np.argmin(values))]
+    # a nan (a failed CV) is no best K: np.argmin would pick it
+    finite = [K for K in Ks if np.isfinite(cv[K])]
+    if not finite:
+        raise InputError(f"no finite CV error (K = {', '.join(map(str, Ks))})")
+    best = min(finite, key=cv.__getitem__)
     fig = Figure(figsize=_CV_SIZE, dpi=dpi)
     ax = fig.add_subplot()
     ax.plot(Ks, values, marker="o", color=PALETTE_12[0])

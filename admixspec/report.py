@@ -180,10 +180,7 @@ def _load_panels(prefix, Ks) -> tuple[list[_Panel], list[_RunInfo]]:
     runs = select_runs(prefix, Ks)
     panels, infos = [], []
     for K, q_path in runs:
-        main_Q = read_ancestry_q(q_path)
-        if main_Q.shape[1] != K:
-            raise InputError(f"has {main_Q.shape[1]} columns, expected K = {K}",
-                             path=q_path)
+        main_Q = read_ancestry_q(q_path, K=K)
         info = _run_info(K, q_path)
         se = _standard_errors(output_path(prefix, K, "Q_se"), info, main_Q.shape)
         modes = mode_panels(prefix, K)
@@ -438,6 +435,7 @@ def _panel_figure(j, panel, images, x_range, tooltip, lookup, groups, position,
         HoverTool,
         LinearAxis,
         LinearColorMapper,
+        PlainText,
         Range1d,
         Span,
     )
@@ -474,8 +472,9 @@ def _panel_figure(j, panel, images, x_range, tooltip, lookup, groups, position,
         ticks = [(start + stop) / 2 for _, start, stop in groups]
         axis = LinearAxis(
             ticker=FixedTicker(ticks=ticks),
+            # PlainText: a label is drawn as written, never as TeX ($$...$$)
             major_label_overrides={
-                t: g[0] for t, g in zip(ticks, groups, strict=True)},
+                t: PlainText(g[0]) for t, g in zip(ticks, groups, strict=True)},
             major_tick_line_color=None, minor_tick_line_color=None,
             major_label_orientation=(math.pi / 2 if len(groups) * 80 > _WIDTH
                                      else "horizontal"))

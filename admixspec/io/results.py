@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import csv
+import glob
 import json
 import math
 import re
@@ -49,7 +51,9 @@ _Q_NAME = re.compile(r"^(?P<prefix>.*)\.(?P<K>\d+)\.Q$")
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        text = path.read_text()
+        # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark,
+        # which would otherwise be part of the first header name
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
     except (OSError, UnicodeDecodeError) as err:
@@ -57,9 +61,48 @@ def _read_lines(path: Path) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def _table_labels(path: Path, lines: list[str], sample_ids) -> np.ndarray:
+def _split_table(lines: list[str]) -> list[list[str]]:
+    """A label table's fields: tab- or comma-separated as CSV (a quoted field
+    may hold the separator: ``"Luhya in Webuye, Kenya"``), else by whitespace."""
     sep = "\t" if "\t" in lines[0] else ("," if "," in lines[0] else None)
-    rows = [[field.strip() for field in line.split(sep)] for line in lines]
+    if sep is None:
+        return [line.split() for line in lines]
+    return [[field.strip() for field in row]
+            for row in csv.reader(lines, delimiter=sep)]
+
+
+def _look_up(path: Path, keys: list[str], values, sample_ids, what: str,
+             first_line: int) -> np.ndarray:
+    """``values[i]`` of the row whose ``keys[i]`` is each sample ID, in ID order.
+
+    An ID listed twice with two different values is refused: which one is
+    meant cannot be told (rows listing the IDs in Q row order are taken as
+    they are, repeated IDs included).
+    """
+    values = np.asarray(values, dtype=str)
+    sample_ids = [str(s) for s in sample_ids]
+    if keys == sample_ids:
+        return values
+    wanted = set(sample_ids)
+    mapping: dict[str, int] = {}
+    for row, key in enumerate(keys):
+        seen = mapping.setdefault(key, row)
+        if values[seen] != values[row] and key in wanted:
+            raise InputError(
+                f"sample {key} is listed twice, on lines {seen + first_line} and "
+                f"{row + first_line}, with {what} {str(values[seen])!r} and "
+                f"{str(values[row])!r}", path=path)
+    missing = [s for s in sample_ids if s not in mapping]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise InputError(
+            f"{len(missing)} sample(s) have no population label: {shown}", path=path
+        )
+    return values[[mapping[s] for s in sample_ids]]
+
+
+def _table_labels(path: Path, lines: list[str], sample_ids) -> np.ndarray:
+    rows = _split_table(lines)
     header = [name.lower() for name in rows[0]]
     id_col = next((header.index(c) for c in _ID_COLUMNS if c in header), None)
     pop_col = next((header.index(c) for c in _POP_COLUMNS if c in header), None)
@@ -81,17 +124,12 @@ def _table_labels(path: Path, lines: list[str], sample_ids) -> np.ndarray:
         raise InputError(
             f"the label table names samples in its {rows[0][id_col]!r} column, but "
             "there are no sample IDs in Q row order to look them up by: give the "
-            "run's .fam, .bed or VCF as the sample IDs (--ids)",
+            "run's .fam, .bed, .psam or VCF as the sample IDs (--ids) or, where "
+            "--keep or --mind removed individuals, the kept IDs in the input's order",
             path=path,
         )
-    mapping = {row[id_col]: row[pop_col] for row in body}
-    missing = [s for s in map(str, sample_ids) if s not in mapping]
-    if missing:
-        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-        raise InputError(
-            f"{len(missing)} sample(s) have no population label: {shown}", path=path
-        )
-    return np.array([mapping[s] for s in map(str, sample_ids)], dtype=str)
+    return _look_up(path, [row[id_col] for row in body], [row[pop_col] for row in body],
+                    sample_ids, "populations", 2)
 
 
 def read_population_labels(path, *, sample_ids=None) -> np.ndarray:
@@ -146,14 +184,8 @@ def read_population_labels(path, *, sample_ids=None) -> np.ndarray:
                 )
         labels = np.array([row[0] for row in fields], dtype=str)
         if sample_ids is not None:
-            by_id = dict(zip((row[1] for row in fields), labels, strict=True))
-            missing = [s for s in map(str, sample_ids) if s not in by_id]
-            if missing:
-                raise InputError(
-                    f"{len(missing)} sample(s) not in the .fam, e.g. {missing[0]}",
-                    path=path,
-                )
-            labels = np.array([by_id[s] for s in map(str, sample_ids)], dtype=str)
+            labels = _look_up(path, [row[1] for row in fields], labels, sample_ids,
+                              "families", 1)
         return labels
     first = re.split(r"[\t,]|\s+", lines[0].strip())
     looks_like_table = suffix in (".csv", ".tsv") or (
@@ -164,11 +196,27 @@ def read_population_labels(path, *, sample_ids=None) -> np.ndarray:
     if looks_like_table:
         return _table_labels(path, lines, sample_ids)
     labels = np.array([line.strip() for line in lines], dtype=str)
+    if sample_ids is not None:
+        _check_not_keyed(path, lines, sample_ids)
     if sample_ids is not None and len(sample_ids) != len(labels):
         raise InputError(
             f"{len(labels)} labels for {len(sample_ids)} individuals", path=path
         )
     return labels
+
+
+def _check_not_keyed(path: Path, lines: list[str], sample_ids) -> None:
+    """Refuse "one label per line" whose lines name samples: a table without
+    a header (``ID POP``, PLINK's ``FID IID CLUSTER``), where each whole line
+    would be taken as a population and each individual would be its own."""
+    ids = {str(s) for s in sample_ids}
+    words = [line.split() for line in lines]
+    for column in (0, 1):
+        if all(len(row) > column + 1 and row[column] in ids for row in words):
+            raise InputError(
+                f"each line names a sample in word {column + 1} ({lines[0].strip()!r}"
+                "): a label table needs a header line naming its sample and "
+                "population columns, e.g. 'sample_id population'", path=path, line=1)
 
 
 def read_sample_ids(path) -> np.ndarray:
@@ -178,8 +226,12 @@ def read_sample_ids(path) -> np.ndarray:
     ----------
     path : str or os.PathLike
         A PLINK ``.fam`` (its IID column) or ``.bed`` (its sibling ``.fam``),
-        a VCF/VCF.gz/BCF (the header's samples), or a text file with one ID
-        per line.
+        a PLINK 2 ``.psam`` or ``.pgen``/``.pvar`` (the fileset's ``.psam``,
+        its IID column), a PLINK fileset's prefix (its ``.fam``, else its
+        ``.psam``), a VCF/VCF.gz/BCF (the header's samples), or a text
+        file with one ID per line, or PLINK's ``FID IID`` per line (the
+        second column, as ``run --keep`` reads it; lines starting with ``#``
+        are skipped).
 
     Returns
     -------
@@ -200,12 +252,19 @@ def read_sample_ids(path) -> np.ndarray:
     ['s1', 's2']
     """
     path = Path(path)
+    if not path.exists():  # a PLINK fileset's prefix, as run takes its input
+        path = next((Path(f"{path}{suffix}") for suffix in (".fam", ".psam")
+                     if Path(f"{path}{suffix}").is_file()), path)
     name = path.name.lower()
     if name.endswith(".bed"):
         path = path.with_suffix(".fam")
         name = path.name.lower()
     if name.endswith((".vcf", ".vcf.gz", ".vcf.bgz", ".bcf")):
         return read_vcf_samples(path)
+    if name.endswith((".pgen", ".pvar", ".psam")):
+        from .pgen import read_psam
+
+        return read_psam(path.with_suffix(".psam"))["IID"].to_numpy(dtype=str)
     lines = _read_lines(path)
     if name.endswith(".fam"):
         fields = [line.split() for line in lines]
@@ -215,7 +274,8 @@ def read_sample_ids(path) -> np.ndarray:
                     ".fam line has fewer than 2 fields", path=path, line=number
                 )
         return np.array([row[1] for row in fields], dtype=str)
-    return np.array([line.split()[0] for line in lines], dtype=str)
+    rows = [line.split() for line in lines if not line.lstrip().startswith("#")]
+    return np.array([row[1] if len(row) == 2 else row[0] for row in rows], dtype=str)
 
 
 def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
@@ -223,8 +283,9 @@ def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
 
     For each ``PREFIX.K.Q`` in turn, the first of these that holds ``n``
     sample IDs (:func:`read_sample_ids`): the input that ``PREFIX.K.json``
-    records (as written, then relative to the Q file's folder), and
-    ``PREFIX.fam`` (ADMIXTURE names its outputs after its input:
+    records (as written, i.e. from the working directory, and relative to
+    the Q file's folder: where both hold ``n`` IDs, they must be the same),
+    and ``PREFIX.fam`` (ADMIXTURE names its outputs after its input:
     ``data.bed`` gives ``data.K.Q``).
 
     Parameters
@@ -242,7 +303,9 @@ def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
     Raises
     ------
     InputError
-        A ``PREFIX.K.json`` that is not a run record (:func:`read_run_record`).
+        A ``PREFIX.K.json`` that is not a run record (:func:`read_run_record`),
+        or a recorded input that names two files of ``n`` samples with
+        different IDs (from here and from the Q file's folder).
 
     Examples
     --------
@@ -255,18 +318,31 @@ def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
     True
     """
     for q_path in map(Path, q_paths):
-        for candidate in _id_sources(q_path):
-            try:
-                ids = read_sample_ids(candidate)
-            except InputError:  # absent or unreadable: try the next
-                continue
-            if len(ids) == n:
-                return ids
+        for candidates in _id_sources(q_path):
+            found = {}
+            for candidate in candidates:
+                try:
+                    ids = read_sample_ids(candidate)
+                except InputError:  # absent or unreadable: try the next
+                    continue
+                if len(ids) == n:
+                    found.setdefault(tuple(ids.tolist()), candidate)
+            if len(found) > 1:
+                # the recorded input, from here and from the Q file's folder:
+                # two files of other samples, and nothing to say which was run
+                first, second = found.values()
+                raise InputError(
+                    f"the run's input, recorded as {candidates[0]}, may be {first} "
+                    f"or {second}, whose sample IDs differ: give the sample IDs in "
+                    "Q row order (--ids)", path=q_path)
+            if found:
+                return np.array(next(iter(found)), dtype=str)
     return None
 
 
 def _id_sources(q_path: Path):
-    """Files that may hold the sample IDs of ``PREFIX.K.Q``, most telling first."""
+    """Files that may hold the sample IDs of ``PREFIX.K.Q``, most telling first,
+    in lists of the places one recorded name may be."""
     match = _Q_NAME.match(q_path.name)
     if match is None:
         return
@@ -274,22 +350,37 @@ def _id_sources(q_path: Path):
     if json_path.is_file():
         source = read_run_record(json_path).get("input")
         if source:
-            yield Path(source)
-            yield q_path.parent / source
-    yield q_path.with_name(match.group("prefix") + ".fam")
+            # as written (from here), and from the Q file's folder
+            yield [Path(source), q_path.parent / source]
+    yield [q_path.with_name(match.group("prefix") + ".fam")]
 
 
-def read_ancestry_q(path) -> np.ndarray:
+def read_ancestry_q(path, *, K: int | None = None) -> np.ndarray:
     """Read a Q file (:func:`admixspec.io.admixture.read_q`) and check it is one.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The Q file.
+    K : int, optional
+        The number of columns it must have: the K of its name
+        ``PREFIX.K.Q``.
+
+    Returns
+    -------
+    numpy.ndarray, float, shape (n_individuals, K)
 
     Raises
     ------
     InputError
-        Unreadable, or a row that does not sum to 1 (:func:`check_q_rows`).
+        Unreadable, a row that does not sum to 1 (:func:`check_q_rows`), or
+        a column count other than ``K``.
     """
     from .admixture import read_q
 
     Q = read_q(path)
+    if K is not None and Q.shape[1] != K:
+        raise InputError(f"has {Q.shape[1]} columns, expected K = {K}", path=path)
     check_q_rows(Q, path)
     return Q
 
@@ -362,7 +453,8 @@ def find_runs(prefix) -> list[tuple[int, Path]]:
     if not folder.is_dir():
         return []
     found = []
-    for candidate in folder.glob(prefix.name + ".*.Q"):
+    # escaped: a prefix such as run[1] is a name, not a pattern
+    for candidate in folder.glob(glob.escape(prefix.name) + ".*.Q"):
         match = _Q_NAME.match(candidate.name)
         if match and match.group("prefix") == prefix.name:
             found.append((int(match.group("K")), candidate))
@@ -408,7 +500,8 @@ def select_runs(prefix, Ks=None) -> list[tuple[int, Path]]:
     """
     runs = find_runs(prefix)
     if not runs:
-        raise InputError("no PREFIX.K.Q files found", path=f"{prefix}.*.Q")
+        raise InputError("no PREFIX.K.Q files found" + _prefix_hint(prefix),
+                         path=f"{prefix}.*.Q")
     if Ks is None:
         return runs
     wanted = {int(K) for K in Ks}
@@ -422,6 +515,17 @@ def select_runs(prefix, Ks=None) -> list[tuple[int, Path]]:
                  else f"{prefix}.K.Q for K = {k_values(missing)}")
         raise InputError(f"no {asked} (found K = {k_values(found)} for {prefix})")
     return [(K, path) for K, path in runs if K in wanted]
+
+
+def _prefix_hint(prefix) -> str:
+    """What to give instead of a run's file or input, where it names one."""
+    path = Path(prefix)
+    for name in (path.name, path.stem):  # r.3.Q, r.3.log; or the input data.bed
+        match = _Q_NAME.match(Path(name).with_suffix(".Q").name)
+        stem = match.group("prefix") if match else name
+        if stem != path.name and find_runs(path.with_name(stem)):
+            return f": give the run's prefix, {path.with_name(stem)}"
+    return ""
 
 
 def k_values(Ks) -> str:
