@@ -272,6 +272,32 @@ def _add_simulate_parser(subparsers) -> None:
     parser.set_defaults(runner=run_simulate)
 
 
+#: simulate's flags that one --model reads and the other ignores: flag -> argument
+_MODEL_FLAGS = {
+    "msprime": {"n_haplotypes": "n_haplotypes", "split_time": "split_time",
+                "ne": "population_size", "mutation_rate": "mutation_rate",
+                "recombination_rate": "recombination_rate", "length": "sequence_length",
+                "block_rate": "block_rate", "bp_per_morgan": "bp_per_morgan"},
+    "balding-nichols": {"fst": "fst"},
+}
+
+
+def _check_model_flags(args: argparse.Namespace, simulators: dict) -> None:
+    """Refuse flags of the other --model set off their defaults (silently unused)."""
+    import inspect
+
+    for model, flags in _MODEL_FLAGS.items():
+        if model == args.model:
+            continue
+        defaults = inspect.signature(simulators[model]).parameters
+        given = [f"--{flag.replace('_', '-')}" for flag, name in flags.items()
+                 if getattr(args, flag) != defaults[name].default]
+        if given:
+            raise UsageError(f"{', '.join(given)} (--model {model} only) would be "
+                             f"ignored by --model {args.model}: add --model {model}, "
+                             "or leave them out")
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     """Simulate and write the data set and its truth."""
     from .io import write_simulation
@@ -279,6 +305,8 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     _check_prefix(args.out)
     _check_output_folder(args.out)
+    _check_model_flags(args, {"msprime": simulate_admixture,
+                              "balding-nichols": simulate_balding_nichols})
     start = time.perf_counter()
     if args.model == "msprime":
         sim = simulate_admixture(
@@ -1118,6 +1146,9 @@ def run_plot(args: argparse.Namespace) -> int:
     # figure then fails to be written.
     for out in filter(None, (args.out, args.cv_out)):
         figure_format(out)
+    if args.cv_out and Path(args.cv_out).resolve() == Path(args.out).resolve():
+        # the bars would be written over the CV figure
+        raise UsageError(f"--cv-out and --out name the same file: {args.out}")
     cv = plot_cv(args.inputs) if args.cv_out else None
     bars = plot_ancestry(
         args.inputs, labels=args.labels, sample_ids=args.ids,

@@ -81,7 +81,17 @@ def _assign_alleles(genotypes: Genotypes) -> None:
     genotypes.variants["other"] = bases[(j % 4 + 1 + (j // 4) % 3) % 4]
 
 
-_POSITIVE = Interval(float, 0, closed="neither")
+class _Finite(Interval):
+    """An :class:`Interval` that also refuses infinity (``inf`` parses as a float)."""
+
+    def check(self, name, value):
+        value = super().check(name, value)
+        if value is not None and not np.isfinite(value):
+            raise UsageError(f"{name} must be finite, got {value:g}")
+        return value
+
+
+_POSITIVE = _Finite(float, 0, closed="neither")
 
 
 @validate_params({
@@ -213,8 +223,11 @@ def _admixture_proportions(rng, K, n_admixed, alpha, proportions):
     if proportions is None:
         return rng.dirichlet(_alpha_vector(alpha, K), size=n_admixed)
     W = np.asarray(proportions, dtype=float)
-    if W.ndim != 2 or W.shape[1] != K or np.any(W < 0):
-        raise UsageError("proportions must be a non-negative (n, K) array")
+    # NaN, infinity or a row of zeros made NaN draw probabilities: numpy's error
+    if (W.ndim != 2 or W.shape[1] != K or not np.all(np.isfinite(W)) or np.any(W < 0)
+            or not np.all(W.sum(axis=1) > 0)):
+        raise UsageError("proportions must be a non-negative (n, K) array of finite "
+                         "numbers, each row with a positive sum")
     return W / W.sum(axis=1, keepdims=True)
 
 
@@ -296,7 +309,7 @@ def _kept_snps(rng, dosage, n_snps):
     "split_time": _POSITIVE,
     "population_size": _POSITIVE,
     "mutation_rate": _POSITIVE,
-    "recombination_rate": Interval(float, 0),
+    "recombination_rate": _Finite(float, 0),
     "sequence_length": _POSITIVE,
     "block_rate": _POSITIVE,
     "bp_per_morgan": _POSITIVE,
@@ -384,7 +397,9 @@ def simulate_admixture(
     Raises
     ------
     UsageError
-        No usable SNP in ``sequence_length``.
+        No usable SNP in ``sequence_length``, fewer than 2 individuals, or
+        mosaic blocks shorter than 1 bp on average (``block_rate >
+        bp_per_morgan``).
 
     Warns
     -----
@@ -409,10 +424,19 @@ def simulate_admixture(
     >>> sim.Q.shape[1], sim.P.shape[1], bool(np.allclose(sim.Q.sum(axis=1), 1))
     (2, 2, True)
     """
+    if block_rate > bp_per_morgan:  # draws of ~ length x rate blocks per chromosome
+        raise UsageError(
+            f"block_rate={block_rate:g} per Morgan of bp_per_morgan={bp_per_morgan:g} "
+            "bp makes mosaic blocks shorter than 1 bp on average (--block-rate, "
+            "--bp-per-morgan)")
     msprime = import_optional("msprime", extra="sim", needed_for="simulate_admixture")
     rng = np.random.default_rng(seed)
     W = _admixture_proportions(rng, K, n_admixed, alpha, proportions)
     n_individuals = W.shape[0]
+    if n_individuals < 2:  # no SNP is polymorphic among one: none would be kept
+        raise UsageError("one admixed individual has no SNP polymorphic among the "
+                         "admixed individuals, the SNPs kept: simulate at least 2 "
+                         "(n_admixed, --n-admixed)")
     names = [f"pop{k + 1}" for k in range(K)]
     tree_sequence = _ancestral_tree_sequence(
         msprime, names, n_haplotypes=n_haplotypes, split_time=split_time,

@@ -111,7 +111,8 @@ def reference_sample(genotypes, reference_size: int, *, seed=None):
 
     The reference's int8 genotypes may take half of ``genotypes.memory_bytes``:
     all kept SNPs when they fit, else a random subset (``seed``) of as many
-    as fit, in file order. The sample is read once per run: the file keeps it
+    as fit, but at least 64 (all of them when there are fewer), in file
+    order. The sample is read once per run: the file keeps it
     (:meth:`admixspec.io.streamed.StreamedGenotypes.read`) for every K.
 
     Parameters
@@ -130,11 +131,12 @@ def reference_sample(genotypes, reference_size: int, *, seed=None):
     """
     source = genotypes.chunks
     rows = reference_individuals(source.n_individuals, reference_size, seed=seed)
-    fit_snps = int(genotypes.memory_bytes / 2 // len(rows))
+    # at least 64 SNPs, whatever the budget (all of them when there are fewer)
+    fit_snps = max(int(genotypes.memory_bytes / 2 // len(rows)), 64)
     snps = np.arange(source.n_snps, dtype=np.int64)
     if fit_snps < source.n_snps:
         rng = np.random.default_rng(seed)
-        snps = np.sort(rng.choice(source.n_snps, max(fit_snps, 64), replace=False))
+        snps = np.sort(rng.choice(source.n_snps, fit_snps, replace=False))
     return rows, snps, genotypes.read(rows=rows, columns=snps)
 
 
@@ -204,14 +206,17 @@ def _project_chunks(read, rows, P, *, chunk_size, tol, max_iter, threads,
     return Q, iterations
 
 
-def _reference_log(fit: AdmixtureResult) -> list:
+def _reference_log(fit: AdmixtureResult, fitted_snps: int | None = None) -> list:
     """The reference fit's log, "Loglikelihood:" renamed "Reference loglikelihood:".
 
     "Loglikelihood:" (the line ADMIXTURE's log readers take) is kept for
-    everyone's, which the caller appends.
+    everyone's, which the caller appends. ``fitted_snps``: the fit saw only
+    that many SNPs (a streamed reference sample), which the line then says.
     """
-    return [f"Reference l{line[1:]}" if line.startswith("Loglikelihood:") else line
-            for line in fit.log_lines]
+    name = "Reference loglikelihood" + (
+        "" if fitted_snps is None else f" (on the {fitted_snps} SNPs fitted in memory)")
+    return [f"{name}:{line[len('Loglikelihood:'):]}"
+            if line.startswith("Loglikelihood:") else line for line in fit.log_lines]
 
 
 def fit_with_reference(G: np.ndarray, K: int, *, reference_size: int, chunk_size: int,
@@ -503,7 +508,7 @@ def _streamed_result(fit, Q, P, loglik, n_iter, converged, source, rows, snps, h
         "reference_size": len(rows), "reference_snps": len(snps),
         "reference_loglik_subset": float(fit.loglik), **projection,
     }
-    lines = _reference_log(fit)
+    lines = _reference_log(fit, None if len(snps) == n else len(snps))
     if history:
         lines.append(f"Reference maximum likelihood on all {n} SNPs, streamed:")
         lines += [format_iteration(info) for info in history]

@@ -226,8 +226,9 @@ def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
     ----------
     path : str or os.PathLike
         One line per individual, in ``.fam`` order: a population name (any
-        word, ``0`` included, as ADMIXTURE takes it), or ``-`` (or an empty
-        line) for an individual of unknown ancestry.
+        word, ``0`` included, as ADMIXTURE takes it, except ``.``, ``NA``,
+        ``nan`` and ``None``, which the supervised fit reads as unknown), or
+        ``-`` (or an empty line) for an individual of unknown ancestry.
     n_individuals : int, optional
         If given, the number of lines must match.
 
@@ -241,8 +242,9 @@ def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
     InputError
         A line with more than one field (a ``.fam`` or a label table given
         as the ``.pop``, whose extra words would make extra populations), or
-        a line count other than ``n_individuals``, or no line naming a
-        population.
+        a line count other than ``n_individuals``, no line naming a
+        population, or a label ``.``, ``NA``, ``nan`` or ``None`` (a
+        population's reference individuals would silently become unknown).
     """
     path = Path(path)
     # utf-8-sig: a byte-order mark (Windows editors) is not part of the first label
@@ -255,6 +257,7 @@ def read_pop(path, *, n_individuals: int | None = None) -> np.ndarray:
         lines.pop()
     fields = [line.split() for line in lines]
     _check_one_field(fields, path)
+    _check_named(fields, path)
     if n_individuals is not None and len(fields) != n_individuals:
         raise InputError(
             f"has {len(fields)} lines but the genotypes have "
@@ -279,6 +282,26 @@ def _check_one_field(fields: list, path) -> None:
             f"{len(words)} fields ({' '.join(words)!r}) where a .pop line has one: "
             "a population name, or '-' for an individual of unknown ancestry",
             path=path, line=int(wide[0]) + 1,
+        )
+
+
+#: Words the supervised fit (:data:`admixspec.ml.project.UNKNOWN_LABELS`) reads
+#: as "no population" besides ``-`` and the empty line: in a ``.pop`` they would
+#: silently turn a population's reference individuals into unknown ones.
+_NAMELESS_WORDS = frozenset({".", "NA", "nan", "None"})
+
+
+def _check_named(fields: list, path) -> None:
+    """Refuse a ``.pop`` label the fit would read as unknown, naming its first line."""
+    nameless = [number for number, words in enumerate(fields, start=1)
+                if words and words[0] in _NAMELESS_WORDS]
+    if nameless:
+        word = fields[nameless[0] - 1][0]
+        raise InputError(
+            f"{word!r} on {len(nameless)} line(s) would make those individuals of "
+            "unknown ancestry, not a population: mark unknown individuals with '-', "
+            "and give the population another name",
+            path=path, line=nameless[0],
         )
 
 

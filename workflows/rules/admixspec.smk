@@ -28,7 +28,9 @@ def _admixspec_genotype_files(path):
 
 
 ADMIXSPEC_PREFIX = str(Path(config["outdir"]) / config["name"])
-ADMIXSPEC_KS = [int(K) for K in config["K"]]
+# one K (K: 3) or a list of them (K: [2, 3, 4])
+ADMIXSPEC_KS = [int(K) for K in (config["K"] if isinstance(config["K"], list)
+                                 else [config["K"]])]
 ADMIXSPEC_CV = int(config.get("cv", 0) or 0)
 ADMIXSPEC_FORMAT = config.get("plot_format", "png")
 
@@ -40,6 +42,8 @@ rule admixspec_run:
     output:
         Q=ADMIXSPEC_PREFIX + ".{K}.Q",
         P=ADMIXSPEC_PREFIX + ".{K}.P",
+        # the P rows' SNPs, which `admixspec run --project PREFIX.K.P` matches by
+        snps=ADMIXSPEC_PREFIX + ".{K}.P.snps",
         log=ADMIXSPEC_PREFIX + ".{K}.log",
         json=ADMIXSPEC_PREFIX + ".{K}.json",
     wildcard_constraints:
