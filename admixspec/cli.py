@@ -864,8 +864,13 @@ def _p_rows_line(genotypes, p_file: Path, projection=None) -> str:
     return text
 
 
-def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
-    """The files of one K of ``run`` (path -> text), and its seconds since ``start``."""
+def _k_outputs(prefix, K, result, genotypes, projection, provenance, start, *,
+               samples_selected=False):
+    """The files of one K of ``run`` (path -> text), and its seconds since ``start``.
+
+    ``samples_selected``: ``--keep`` or ``--mind`` chose the individuals, whose
+    IDs the JSON then lists (plot and report label Q's rows by them).
+    """
     from .io import output_path
     from .io.admixture import format_matrix, format_q
     from .io.common import format_json
@@ -899,7 +904,8 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start):
     seconds = time.perf_counter() - start
     lines.append(f"Elapsed: {seconds:.3f} sec")
     files[output_path(prefix, K, "log")] = "".join(f"{line}\n" for line in lines)
-    record = run_record(result, genotypes, seconds=seconds, **provenance)
+    record = run_record(result, genotypes, seconds=seconds,
+                        samples_selected=samples_selected, **provenance)
     record["p_snps"] = snps_path(p_file).name
     if projection is not None and projection.match is not None:
         record["projection_snps"] = projection.match.counts
@@ -984,8 +990,9 @@ def _fit_and_write(args: argparse.Namespace) -> int:
             device=args.device, runs=args.runs,
             projection_correction=args.projection_correction, **given,
         )
-        files, seconds = _k_outputs(prefix, K, result, genotypes, projection,
-                                    provenance, start)
+        files, seconds = _k_outputs(
+            prefix, K, result, genotypes, projection, provenance, start,
+            samples_selected=args.keep is not None or args.mind < 1.0)
         if result.cv is not None:
             cv_errors[K] = result.cv.error
         # One K's outputs appear together or not at all (a full disk part-way

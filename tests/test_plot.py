@@ -19,6 +19,8 @@ from admixspec.io.results import (
 )
 from admixspec.plot import MAX_PIXELS, ancestry_palette, plot_ancestry, plot_cv
 
+from .conftest import DATA
+
 
 def _nested_truth(n=90, K_max=5, seed=3):
     """Q at K = 2..K_max where K is K+1 with its last component merged into the first.
@@ -200,6 +202,25 @@ class TestPlotAncestry:
         )
         assert [ax.get_ylabel() for ax in fig.axes] == ["K=2", "K=4"]
         assert sorted(fig.admixspec_order[:3] % 2) == [0, 0, 0]
+
+
+    def test_plot_ancestry__a_keep_runs_rows_are_labelled_by_the_kept_ids(
+        self, tmp_path
+    ):
+        from admixspec.cli import main
+
+        kept = ["pop3-02", "adm-05", "pop1-01", "pop2-04"]  # not in file order
+        (tmp_path / "keep.txt").write_text("\n".join(kept) + "\n")
+        prefix = tmp_path / "kept"
+        assert main(["run", str(DATA / "example.bed"), "-K", "2", "--keep",
+                     str(tmp_path / "keep.txt"), "--out", str(prefix), "-q"]) == 0
+        in_q_order = ["pop1-01", "pop2-04", "pop3-02", "adm-05"]  # the .fam's order
+        assert read_run_record(f"{prefix}.2.json")["samples"] == in_q_order
+        (tmp_path / "labels.tsv").write_text(
+            "sample_id\tpopulation\n" + "".join(f"{s}\t{s[:4]}\n" for s in kept))
+        fig = plot_ancestry(prefix, labels=tmp_path / "labels.tsv")
+        ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        assert sorted(ticks) == ["adm-", "pop1", "pop2", "pop3"]
 
 
 class TestPlotCV:

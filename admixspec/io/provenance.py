@@ -45,7 +45,7 @@ def run_header(genotypes: Genotypes, *, command: str, seed, source, k_hint) -> l
 
 
 def run_record(result, genotypes: Genotypes, *, command: str, seed, source, k_hint,
-               seconds: float) -> dict:
+               seconds: float, samples_selected: bool = False) -> dict:
     """The JSON record of one K: the fit's facts plus what reproduces them.
 
     Parameters
@@ -55,13 +55,18 @@ def run_record(result, genotypes: Genotypes, *, command: str, seed, source, k_hi
         As in :func:`run_header`.
     seconds : float
         Wall time of this K.
+    samples_selected : bool
+        Whether the genotypes are some of the input's individuals (``--keep``,
+        ``--mind``): then the record lists their IDs, in Q row order, which
+        the input's own sample list no longer gives.
 
     Returns
     -------
     dict
         :meth:`~admixspec.fit.admixture.AdmixtureResult.record` and ``version``,
         ``command``, ``K``, ``seed``, ``input``, ``n_individuals``,
-        ``n_snps``, ``seconds``, ``filters`` (the filter log) and ``k_hint``.
+        ``n_snps``, ``seconds``, ``filters`` (the filter log), ``k_hint`` and,
+        with ``samples_selected``, ``samples``.
     """
     record = result.record()
     record.update(
@@ -69,4 +74,6 @@ def run_record(result, genotypes: Genotypes, *, command: str, seed, source, k_hi
         n_individuals=genotypes.n_individuals, n_snps=genotypes.n_snps,
         seconds=seconds, filters=genotypes.filter_log, k_hint=k_hint.K,
     )
+    if samples_selected:
+        record["samples"] = genotypes.samples.tolist()
     return record

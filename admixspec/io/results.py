@@ -282,9 +282,11 @@ def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
     """Sample IDs in Q row order, from the files beside a run's Q files.
 
     For each ``PREFIX.K.Q`` in turn, the first of these that holds ``n``
-    sample IDs (:func:`read_sample_ids`): the input that ``PREFIX.K.json``
-    records (as written, i.e. from the working directory, and relative to
-    the Q file's folder: where both hold ``n`` IDs, they must be the same),
+    sample IDs: the IDs ``PREFIX.K.json`` lists (a run whose ``--keep`` or
+    ``--mind`` chose its individuals), the input that ``PREFIX.K.json``
+    records (:func:`read_sample_ids`; as written, i.e. from the working
+    directory, and relative to the Q file's folder: where both hold ``n``
+    IDs, they must be the same),
     and ``PREFIX.fam`` (ADMIXTURE names its outputs after its input:
     ``data.bed`` gives ``data.K.Q``).
 
@@ -318,6 +320,9 @@ def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
     True
     """
     for q_path in map(Path, q_paths):
+        kept = _kept_samples(q_path)
+        if kept is not None and len(kept) == n:
+            return kept
         for candidates in _id_sources(q_path):
             found = {}
             for candidate in candidates:
@@ -338,6 +343,15 @@ def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
             if found:
                 return np.array(next(iter(found)), dtype=str)
     return None
+
+
+def _kept_samples(q_path: Path) -> np.ndarray | None:
+    """The sample IDs ``PREFIX.K.json`` lists: those a ``--keep`` or ``--mind`` kept."""
+    json_path = q_path.with_name(q_path.name[: -len(".Q")] + ".json")
+    if _Q_NAME.match(q_path.name) is None or not json_path.is_file():
+        return None
+    samples = read_run_record(json_path).get("samples")
+    return None if samples is None else np.asarray(samples, dtype=str)
 
 
 def _id_sources(q_path: Path):
