@@ -26,6 +26,7 @@ the ``"biallelic_snp"`` entry they write.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 
 import numpy as np
 import pandas as pd
@@ -358,7 +359,9 @@ def apply_filters(
 
     Parameters
     ----------
-    genotypes : Genotypes
+    genotypes : Genotypes or array_like
+        A bare dosage array, shape (n_individuals, n_snps), is wrapped first
+        (:meth:`Genotypes.from_array`, which checks its values).
     maf : float in [0, 0.5]
         Minimum minor allele frequency.
     geno : float in [0, 1]
@@ -388,7 +391,9 @@ def apply_filters(
     check_thresholds(maf=maf, geno=geno, mind=mind)
     if indep_pairwise is not None:
         indep_pairwise = parse_indep_pairwise(indep_pairwise)
-    result = genotypes
+    # a bare array had no .dosage (AttributeError from inside a filter)
+    result = (genotypes if isinstance(genotypes, Genotypes)
+              else Genotypes.from_array(genotypes))
     if mind < 1.0:
         result = filter_mind(result, mind)
     thresholds = snp_filters(maf=maf, geno=geno, drop_monomorphic=drop_monomorphic)
@@ -437,7 +442,8 @@ def check_K(K: int, n_individuals: int) -> None:
     ...
     admixspec.core.exceptions.UsageError: K must be at least 1, got 0
     """
-    if isinstance(K, bool) or int(K) != K:
+    if (isinstance(K, bool) or not isinstance(K, numbers.Real)
+            or not float(K).is_integer()):
         raise UsageError(f"K must be an integer, got {K!r}")
     if K < 1:
         raise UsageError(f"K must be at least 1, got {K}")

@@ -71,9 +71,10 @@ class Genotypes:
     filter_log: list = field(default_factory=list)
 
     def __post_init__(self):
-        self.dosage = np.asarray(self.dosage)
-        if self.dosage.dtype != np.int8:
-            self.dosage = check_dosage(self.dosage)  # values are checked before the cast
+        if (not isinstance(self.dosage, np.ndarray) or self.dosage.dtype != np.int8
+                or np.ma.isMaskedArray(self.dosage)):
+            # values are checked before the cast; a masked array's mask kept
+            self.dosage = check_dosage(self.dosage)
         self.samples = np.asarray(self.samples, dtype=str)
         self.check_shape()
 
@@ -202,7 +203,9 @@ def check_dosage(dosage) -> np.ndarray:
         Any integer or boolean dtype is accepted. A float array is accepted
         when every value is a whole number, and NaN then also means missing
         (the convention of float genotype matrices, e.g. pandas'); fractional
-        dosages such as imputed 1.9 are refused, not rounded.
+        dosages such as imputed 1.9 are refused, not rounded. Masked entries
+        of a masked array, and pandas' missing values (``pd.NA``), are missing
+        calls too.
 
     Returns
     -------
@@ -211,7 +214,7 @@ def check_dosage(dosage) -> np.ndarray:
     Raises
     ------
     InputError
-        Not 2-d or not numeric; a value other than 0, 1, 2, -1 (or NaN in a
+        Not a 2-d array of numbers; a value other than 0, 1, 2, -1 (or NaN in a
         float array), with its position; a :class:`~admixspec.Genotypes`
         whose dosage no longer fits its sample IDs and variants, as a
         SNP-major (transposed) matrix does.
@@ -240,7 +243,7 @@ def check_dosage(dosage) -> np.ndarray:
     if hasattr(dosage, "dosage"):
         dosage.check_shape()
         dosage = dosage.dosage
-    G = np.asarray(dosage)
+    G = _as_array(dosage)
     if G.ndim != 2:
         raise InputError(f"dosage must be 2-d (individuals x SNPs), got shape {G.shape}")
     if G.dtype.kind not in "biuf":
@@ -252,6 +255,28 @@ def check_dosage(dosage) -> np.ndarray:
     if G8 is None:
         raise InputError(_bad_dosage_message(G))
     return np.ascontiguousarray(G8)
+
+
+def _as_array(dosage) -> np.ndarray:
+    """``dosage`` as a NumPy array, its missing calls kept missing.
+
+    A masked array's masked entries and pandas' missing values (``pd.NA`` of
+    its nullable integer columns) are missing calls: ``np.asarray`` would
+    drop the mask, keeping the values under it, and turn ``pd.NA`` into
+    objects. They come back as float with NaN, which :func:`check_dosage`
+    reads as missing.
+    """
+    try:
+        if np.ma.isMaskedArray(dosage) and dosage.dtype.kind in "biuf":
+            return np.ma.filled(dosage.astype(np.float64), np.nan)
+        G = np.asarray(dosage)
+        if (G.dtype == object and isinstance(dosage, pd.DataFrame)
+                and all(pd.api.types.is_numeric_dtype(t) for t in dosage.dtypes)):
+            G = dosage.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError) as error:  # ragged nesting, values not numbers
+        raise InputError("dosage must be a 2-d array of numbers (individuals x "
+                         f"SNPs): {str(error).splitlines()[0]}") from None
+    return G
 
 
 def _in_range(G: np.ndarray) -> bool:

@@ -81,6 +81,8 @@ def match_components(Q_true, Q_est) -> np.ndarray:
         raise UsageError("Q_true and Q_est must be 2-d with the same number of rows")
     if Q_est.shape[1] < Q_true.shape[1]:
         raise UsageError("Q_est needs at least as many columns as Q_true")
+    _check_finite(Q_true, "Q_true")
+    _check_finite(Q_est, "Q_est")
     return assign_components(np.abs(Q_true[:, :, None] - Q_est[:, None, :]).sum(axis=0))
 
 
@@ -111,6 +113,14 @@ def q_error(Q_true, Q_est) -> float:
         raise UsageError(f"shapes differ: {Q_true.shape} vs {Q_est.shape}")
     perm = match_components(Q_true, Q_est)
     return float(np.mean(np.abs(Q_true - Q_est[:, perm])))
+
+
+def _check_finite(Q: np.ndarray, name: str) -> None:
+    """Refuse NaN or infinite proportions (SciPy's assignment raised its own error)."""
+    if not np.isfinite(Q).all():
+        i, k = np.argwhere(~np.isfinite(Q))[0]
+        raise UsageError(f"{name} must be finite, got {Q[i, k]} in row {i}, "
+                         f"column {k}")
 
 
 def _overlap(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -158,6 +168,7 @@ def align_components(Qs) -> list[np.ndarray]:
                 f"every Q needs the same individuals: Q #{j} has shape {Q.shape}, "
                 f"the first has {n} rows"
             )
+        _check_finite(Q, f"Q #{j}")
     order = sorted(range(len(mats)), key=lambda j: mats[j].shape[1])
     perms: list[np.ndarray | None] = [None] * len(mats)
     previous = None

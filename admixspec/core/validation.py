@@ -36,6 +36,7 @@ __all__ = [
     "Constraint",
     "Dosage",
     "Each",
+    "Frequencies",
     "Increasing",
     "Interval",
     "Options",
@@ -277,6 +278,58 @@ def check_dosage(value):
     from .genotypes import check_dosage as check
 
     return check(value)
+
+
+class Frequencies(Constraint):
+    """Allele frequencies: a 2-d array of numbers in [0, 1] (SNPs x components).
+
+    Checked, not clipped: the fits clip frequencies into ADMIXTURE's box
+    ``[1e-5, 1 - 1e-5]``, which turned 5 (or -0.3) into a frequency and fitted
+    on it without a word.
+
+    Parameters
+    ----------
+    allow_none : bool
+        Whether None is accepted (an optional argument).
+
+    Examples
+    --------
+    >>> Frequencies().check("P", [[0.1, 1.0], [0.0, 0.5]]).shape
+    (2, 2)
+    >>> Frequencies().check("P", [[0.1, 5.0]])  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.UsageError: P must be allele frequencies, numbers in
+    [0, 1]: P[0, 1] = 5 (1 such value)
+    """
+
+    def __init__(self, *, allow_none: bool = False):
+        self.allow_none = allow_none
+
+    def check(self, name, value):
+        if value is None and self.allow_none:
+            return None
+        import numpy as np  # here: the command line's help imports no NumPy
+
+        try:
+            array = np.array(value, dtype=np.float64, ndmin=2)
+        except (TypeError, ValueError):
+            raise UsageError(f"{name} must be {self.describe()}, got "
+                             f"{type(value).__name__} {value!r:.40}") from None
+        if array.ndim != 2:
+            raise UsageError(f"{name} must be {self.describe()}, got shape "
+                             f"{array.shape}")
+        bad = ~((array >= 0.0) & (array <= 1.0))  # NaN is bad too
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            n_bad = int(np.count_nonzero(bad))
+            raise UsageError(f"{name} must be {self.describe()}: {name}[{i}, {j}] = "
+                             f"{array[i, j]:g} ({n_bad} such value"
+                             f"{'s' if n_bad > 1 else ''})")
+        return array
+
+    def describe(self) -> str:
+        return "allele frequencies, numbers in [0, 1]"
 
 
 class Dosage(Constraint):

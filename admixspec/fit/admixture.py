@@ -48,6 +48,7 @@ from ..core.threads import thread_limit
 from ..core.validation import (
     SEED,
     Dosage,
+    Frequencies,
     Increasing,
     Interval,
     Options,
@@ -209,6 +210,7 @@ def _needs_no_spectral_stage(options: FitOptions, genotypes, counts) -> bool:
     "K": Interval(int, 1),
     "method": Options(*METHODS),
     "init": Options(None, "spectral", *ML_INITS),
+    "P": Frequencies(allow_none=True),
     "refine": Options("auto", True, False),
     "tol": Interval(float, 0, closed="neither"),
     "max_iter": Interval(int, 1),
@@ -279,7 +281,8 @@ def fit_admixture(
         Reference population per individual, ``None``/``"-"`` for individuals
         to estimate (see :func:`admixspec.ml.project.fit_supervised`).
     P : array_like, float, shape (n_snps, K), optional
-        Fixed allele frequencies for projection (e.g. a reference ``.P``).
+        Fixed allele frequencies for projection (e.g. a reference ``.P``),
+        in [0, 1].
     seed : int, optional
         Seed for every random choice (the reference draw, eigenpair starts,
         SNP samples, CV folds, bootstrap resamples); the same seed gives the
@@ -337,8 +340,10 @@ def fit_admixture(
     runs : int
         Fits from distinct starts (``--runs``): the default path first, then
         maximum likelihood from random starts seeded ``seed + 1``, ``seed +
-        2``, ...; the best log-likelihood's is returned (run 1 where it is the
-        spectral estimate the default chose over maximum likelihood) with
+        2``, ...; the best log-likelihood's is returned (of runs within
+        :data:`~admixspec.fit.modes.LOGLIK_TIE` of it, the earliest; run 1
+        where it is the spectral estimate the default chose over maximum
+        likelihood) with
         every run's Q and the modes they form in ``modes``
         (:mod:`admixspec.fit.runs`). Cross-validation and the bootstrap run on
         the returned run only.
@@ -365,7 +370,7 @@ def fit_admixture(
     ------
     UsageError
         An argument outside its range (``cv`` above the observed genotype
-        entries included), a method without the input it needs
+        entries included; ``P`` outside [0, 1]), a method without the input it needs
         (``P``, ``labels``) or with one it does not use, or cross-validation,
         bootstrap, projection or supervised fits of genotypes streamed from disk.
     InputError

@@ -43,7 +43,7 @@ import numpy as np
 from .._version import __version__
 from ..core.frequencies import least_squares_p
 from ..core.genotypes import allele_counts, minor_allele_counts
-from ..core.parameters import P_MAX, P_MIN
+from ..core.parameters import P_MAX, P_MIN, clip_proportions
 from ..ml.likelihood import loglikelihood
 from ..ml.project import maximize_p
 from ..ml.refine import fit_ml
@@ -192,7 +192,12 @@ def spectral_stage(G, K, *, counts, windows, n_starts, seed,
     diagnostics["near_feasible_subsets"] = int(best.search.n_feasible)
     diagnostics["search_strategy"] = best.search.strategy
     diagnostics["infeasibility"] = float(best.search.infeasibility)
-    return SpectralStage(best.Q, diagnostics, seconds)
+    # into ADMIXTURE's box (entries >= Q_MIN), as every other path's Q: the
+    # simplex projection of the candidates leaves exact zeros, and the path
+    # "spectral" then reported the log-likelihood of a Q outside the box,
+    # not what admixspec.loglikelihood gives for the Q and P it wrote
+    Q = clip_proportions(np.array(best.Q, dtype=np.float64))
+    return SpectralStage(Q, diagnostics, seconds)
 
 
 class Outcome(NamedTuple):
@@ -336,12 +341,13 @@ def _log_spectral(log, path, diagnostics):
     if "spectral_stage" in d:
         log.add(f"Spectral stage: {d['spectral_stage']}")
     if "eigenpairs" in d:
+        # fewer candidates than K: no subset search ran (fallback_reason says so)
+        searched = f", {d['subsets']} subsets searched" if "subsets" in d else ""
         log.add(
             f"Spectral: {d['moment_snps']} moment SNPs (minor allele frequency <= "
             f"{d['max_frequency']:g}), {d['eigenpairs']} eigenpairs "
             f"({d['stable_eigenpairs']} Newton-stable), {d['local_maxima']} local "
-            "maxima, "
-            f"{d['candidates']} candidates, {d['subsets']} subsets searched"
+            f"maxima, {d['candidates']} candidates{searched}"
         )
     for key in ("refine_reason", "fallback_reason"):
         if key in d:

@@ -31,7 +31,7 @@ import numpy as np
 from ..core.chunks import BLOCK_SIZE, as_chunks, map_sum
 from ..core.parameters import check_params, clip_proportions
 from ..core.threads import thread_limit
-from ..core.validation import Dosage, Interval, validate_params
+from ..core.validation import Dosage, Frequencies, Interval, validate_params
 from ._kernels.likelihood import deviance_kernel, em_kernel, loglik_kernel
 
 __all__ = [
@@ -214,7 +214,8 @@ def _chunk_em(G, rows, Q, update_p, want_ll, flagged):
 # --------------------------------------------------------------------------
 # public functions
 # --------------------------------------------------------------------------
-_CHECKS = {"dosage": Dosage(), "threads": Interval(int, 1, allow_none=True)}
+_CHECKS = {"dosage": Dosage(), "P": Frequencies(),
+           "threads": Interval(int, 1, allow_none=True)}
 
 
 @validate_params(_CHECKS)
@@ -229,8 +230,9 @@ def loglikelihood(dosage, Q, P, *, threads=None) -> float:
         Ancestry proportions (rows are moved onto the simplex, entries
         ``>= Q_MIN``, as ADMIXTURE bounds them).
     P : array_like, float, shape (n_snps, K)
-        Ancestral frequencies of the counted allele (clipped to
-        ``[P_MIN, P_MAX]``).
+        Ancestral frequencies of the counted allele, in [0, 1] (clipped to
+        ``[P_MIN, P_MAX]``; a value outside [0, 1] raises
+        :class:`~admixspec.UsageError`).
     threads : int, optional
         Number of threads for the parallel kernel.
 

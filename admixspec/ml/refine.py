@@ -477,6 +477,8 @@ def _minibatch_phase(run, Q, P, nb, batch_tol, rng):
     and the phase ends at ``nb = 1``. Returns the last iterate.
     """
     engine = run.engine
+    # more batches than SNP blocks left batches empty (NumPy's concatenate error)
+    nb = min(nb, engine.n_blocks)
     if nb > 1 and rng is None:
         rng = np.random.default_rng(0)
     ll_prev = -np.inf
@@ -561,6 +563,26 @@ def default_batches(n_snps: int, block_size: int = 64) -> int:
     return b
 
 
+def _given_start(array, name, shape, rows):
+    """A given start (``Q0``, ``P0``) as float64, checked against the fit's shape.
+
+    A start of another K was fitted at its own K without a word (the result
+    had its columns, not K), one of other rows failed in a matrix product, and
+    NaN in the SVD of the least squares that completes it.
+    """
+    try:
+        array = np.asarray(array, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name} must be an array of numbers, got "
+                         f"{type(array).__name__}") from None
+    if array.shape != shape:
+        raise UsageError(f"{name} must have shape {shape} ({rows} x K), got "
+                         f"{array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise UsageError(f"{name} must be finite")
+    return array
+
+
 def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
     """The starts of a fit: a list of (Q, P) and the label of the first.
 
@@ -572,14 +594,14 @@ def start_values(G, K, *, Q0=None, P0=None, init="svd", seed=None, starts=1):
     """
     m, n = G.shape
     first = []
+    Q0 = None if Q0 is None else _given_start(Q0, "Q0", (m, K), "individuals")
+    P0 = None if P0 is None else _given_start(P0, "P0", (n, K), "SNPs")
     if Q0 is not None and P0 is not None:
         first, how = [check_params(Q0, P0, m, n)], "given"
     elif Q0 is not None:
-        Q = np.asarray(Q0, dtype=np.float64)
-        first, how = [check_params(Q, least_squares_p(G, Q), m, n)], "given Q"
+        first, how = [check_params(Q0, least_squares_p(G, Q0), m, n)], "given Q"
     elif P0 is not None:
-        P = np.asarray(P0, dtype=np.float64)
-        first, how = [check_params(least_squares_q(G, P), P, m, n)], "given P"
+        first, how = [check_params(least_squares_q(G, P0), P0, m, n)], "given P"
     else:
         how = init
     n_init = starts - len(first)

@@ -339,7 +339,9 @@ def subspace_starts(G, K, n_starts=1, *, seed=None, n_power=4, standardize=False
     rng = np.random.default_rng(seed)
     U, S, V, P0 = sketch(rng)
     starts = [als(U[:, : K - 1] * S[: K - 1], V[:, : K - 1], P0)]
-    if n_starts <= 1 or S[K - 2] >= SVD_GAP * S[K - 1]:
+    # fewer singular values than K (fewer SNPs than K): the start's subspace
+    # is all the data have, so other sketches would span the same one
+    if n_starts <= 1 or S.size < K or S[K - 2] >= SVD_GAP * S[K - 1]:
         return starts
     if mix:
         r = U.shape[1]

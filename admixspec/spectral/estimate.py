@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.frequencies import frequency_blocks, least_squares_p
-from ..core.genotypes import allele_counts, minor_allele_counts
+from ..core.genotypes import allele_counts, check_dosage, minor_allele_counts
 from ..core.threads import serial_blas_below
 from ..core.validation import SEED, Interval, validate_params
 from .candidates import CandidateSet, make_candidates
@@ -704,7 +704,8 @@ HINT_INDIVIDUALS = 1_000
 
 
 # the dosage is not declared: the command line's hint reads genotypes that
-# were checked when read, and a declaration would scan them again
+# were checked when read, and a declaration would scan them again; an int8
+# array is taken as checked, anything else is checked here
 @validate_params({"k_max": Interval(int, 1), "max_snps": Interval(int, 1),
                   "max_individuals": Interval(int, 1),
                   "min_ratio": Interval(float, 1), "seed": SEED})
@@ -734,8 +735,10 @@ def k_hint(dosage, *, individuals=None, k_max=10, max_snps=20_000,
 
     Parameters
     ----------
-    dosage : numpy.ndarray, int8, shape (m, n)
-        Copies of the counted allele, -1 for missing.
+    dosage : numpy.ndarray, int8, shape (m, n), or array_like or Genotypes
+        Copies of the counted allele, -1 for missing. An int8 array is used as
+        it is (checked genotypes, as a reader returns them); other input is
+        checked and converted first, as :func:`admixspec.fit_admixture` does.
     individuals : array_like of int, optional
         Rows of ``dosage`` to draw from (default all); only the drawn rows'
         sampled SNPs are copied.
@@ -762,6 +765,9 @@ def k_hint(dosage, *, individuals=None, k_max=10, max_snps=20_000,
     >>> k_hint(sim.genotypes.dosage, seed=0).K
     3
     """
+    if not (isinstance(dosage, np.ndarray) and dosage.dtype == np.int8):
+        # a float array's NaN failed the eigensolver; Genotypes had no shape
+        dosage = check_dosage(dosage)
     n = dosage.shape[1]
     rows = None if individuals is None else np.asarray(individuals, dtype=np.int64)
     m = dosage.shape[0] if rows is None else len(rows)
