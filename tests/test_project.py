@@ -26,6 +26,10 @@ class TestProject:
         assert np.abs(Q - sim_fixture.Q[:20]).mean() < 0.03
         np.testing.assert_allclose(Q.sum(axis=1), 1.0)
 
+    def test_project__p_outside_zero_one_is_refused_not_clipped(self, sim_fixture):
+        with pytest.raises(UsageError, match=r"numbers in \[0, 1\]: P\[0, 0\] = 1\."):
+            project(sim_fixture.genotypes.dosage, sim_fixture.P + 1)
+
     def test_project__wrong_p_rows_raise(self, sim_fixture):
         with pytest.raises(UsageError):
             project(sim_fixture.genotypes.dosage, sim_fixture.P[:-1])

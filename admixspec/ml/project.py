@@ -26,7 +26,7 @@ from ..core.exceptions import ConvergenceWarning, InputError, UsageError
 from ..core.frequencies import allele_frequencies, least_squares_p, least_squares_q
 from ..core.parameters import P_MAX, P_MIN, clip_proportions
 from ..core.threads import thread_limit
-from ..core.validation import SEED, Dosage, Interval, validate_params
+from ..core.validation import SEED, Dosage, Frequencies, Interval, validate_params
 from .likelihood import Engine, make_engine
 from .refine import MLResult, _Fixed, accelerated_em
 
@@ -103,7 +103,8 @@ def maximize_p(G, Q, *, P0=None, max_passes=20, relative_tol=1e-7, threads=None,
 UNKNOWN_LABELS = frozenset({"-", ".", "", "NA", "nan", "None"})
 
 
-@validate_params({"dosage": Dosage(), "tol": Interval(float, 0, closed="neither"),
+@validate_params({"dosage": Dosage(), "P": Frequencies(),
+                  "tol": Interval(float, 0, closed="neither"),
                   "max_iter": Interval(int, 1),
                   "threads": Interval(int, 1, allow_none=True)})
 def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
@@ -116,7 +117,8 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
         Genotypes of the individuals to place (-1 missing), on the same SNPs
         and counted alleles as ``P``.
     P : array_like, float, shape (n_snps, K)
-        Fixed ancestral frequencies (e.g. a reference fit's ``.P``).
+        Fixed ancestral frequencies in [0, 1] (e.g. a reference fit's ``.P``);
+        other values are refused, not clipped.
     Q0 : array_like, float, shape (n_individuals, K), optional
         Start; default a least-squares fit projected onto the simplex.
     tol : float
