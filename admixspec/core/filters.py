@@ -239,8 +239,8 @@ def parse_indep_pairwise(values) -> tuple[int, int, float]:
     ------
     UsageError
         Not three values; a window in kilobases (PLINK's ``kb`` suffix, not
-        supported here); a window below 2 or a step below 1 SNP; r² outside
-        [0, 1].
+        supported here); a window below 2 or a step below 1 SNP; a step
+        longer than the window; r² outside [0, 1) (PLINK refuses 1 too).
 
     Examples
     --------
@@ -276,9 +276,46 @@ def parse_indep_pairwise(values) -> tuple[int, int, float]:
         )
     if step_snps < 1:
         raise UsageError(f"--indep-pairwise: STEP must be at least 1 SNP, got {step}")
+    if step_snps > window_snps:
+        # SNPs between two windows would never be compared (PLINK 2 refuses too)
+        raise UsageError(
+            f"--indep-pairwise: STEP ({step}) must not exceed WINDOW ({window})"
+        )
     if not 0.0 <= threshold <= 1.0:
         raise UsageError(f"--indep-pairwise: R2 must lie in [0, 1], got {r2}")
+    if threshold == 1.0:
+        # no r^2 exceeds 1, yet scikit-allel's float32 r^2 of two copies can
+        raise UsageError(
+            f"--indep-pairwise: R2 must be below 1 (as in PLINK: no pair has r^2 "
+            f"above 1), got {r2}"
+        )
     return window_snps, step_snps, threshold
+
+
+#: scikit-allel's r is float32, its r^2 off by up to about 4e-7: a pair whose
+#: r^2 equals R2 would be pruned about half the time, where PLINK keeps it.
+_R2_SLACK = 1e-6
+
+
+def _check_sorted(genotypes: Genotypes, columns: np.ndarray) -> None:
+    """Raise :class:`InputError` unless one chromosome's SNPs are in position order.
+
+    Windows of consecutive SNPs are only neighbourhoods on sorted data; PLINK
+    refuses to LD-prune an unsorted fileset too.
+    """
+    positions = genotypes.variants["pos"].to_numpy()[columns]
+    descents = np.flatnonzero(np.diff(positions) < 0)
+    if len(descents):
+        ids = genotypes.variants["id"].to_numpy()
+        first, second = columns[descents[0]], columns[descents[0] + 1]
+        raise InputError(
+            "--indep-pairwise needs the SNPs of each chromosome in position order, "
+            f"but {ids[second]!r} (position {positions[descents[0] + 1]}) follows "
+            f"{ids[first]!r} (position {positions[descents[0]]}) on chromosome "
+            f"{genotypes.variants['chrom'].to_numpy()[first]}; sort the input "
+            "first (e.g. plink --make-bed)",
+            path=genotypes.source,
+        )
 
 
 def filter_indep_pairwise(
@@ -290,7 +327,9 @@ def filter_indep_pairwise(
     of every pair whose squared genotype-dosage correlation exceeds ``r2`` is
     removed (:func:`allel.locate_unlinked`; missing calls are left out of
     each pair's correlation, as in PLINK). Windows never span two
-    chromosomes. Of a correlated pair, scikit-allel removes the later SNP
+    chromosomes. A pair whose r² equals ``r2`` is kept, as in PLINK
+    (scikit-allel's float32 r² is compared with ``r2`` + 1e-6). Of a
+    correlated pair, scikit-allel removes the later SNP
     where PLINK 1.9 removes the one with the lower minor allele frequency,
     so the two keep similar but not identical sets (see
     ``benchmarks/ld_pruning.py``).
@@ -302,10 +341,10 @@ def filter_indep_pairwise(
     ----------
     genotypes : Genotypes
         dosage shape (n_individuals, n_snps); SNPs in position order within
-        each chromosome.
+        each chromosome (else :class:`InputError`, as PLINK refuses).
     window, step : int
         Window size and step, in SNPs.
-    r2 : float in [0, 1]
+    r2 : float in [0, 1)
         Largest r² a kept pair may have.
 
     Returns
@@ -331,9 +370,10 @@ def filter_indep_pairwise(
     chrom = genotypes.variants["chrom"].astype(str).to_numpy()
     for name in pd.unique(chrom):
         columns = np.flatnonzero(chrom == name)
+        _check_sorted(genotypes, columns)
         snp_major = np.ascontiguousarray(genotypes.dosage[:, columns].T)
         keep[columns] = allel.locate_unlinked(
-            snp_major, size=window, step=step, threshold=r2
+            snp_major, size=window, step=step, threshold=r2 + _R2_SLACK
         )
     result = _keep_snps(genotypes, keep)
     _log(
@@ -372,7 +412,10 @@ def apply_filters(
         Remove SNPs with one observed allele.
     indep_pairwise : tuple (window, step, r2), optional
         LD pruning as PLINK's ``--indep-pairwise`` (see
-        :func:`filter_indep_pairwise`), applied last; ``None`` skips it.
+        :func:`filter_indep_pairwise`), applied last; ``None`` skips it. Its
+        windows count the monomorphic SNPs that pass ``geno`` and ``maf``, as
+        PLINK's do (it has no monomorphic filter) and as with
+        ``drop_monomorphic=False``; those are dropped after pruning.
 
     Returns
     -------
@@ -397,11 +440,30 @@ def apply_filters(
     if mind < 1.0:
         result = filter_mind(result, mind)
     thresholds = snp_filters(maf=maf, geno=geno, drop_monomorphic=drop_monomorphic)
+    if indep_pairwise is not None:
+        return _filter_and_prune(result, thresholds, indep_pairwise)
     if (drop_monomorphic or thresholds["geno"] is not None
             or thresholds["maf"] is not None):
         result = _filter_snps(result, **thresholds)
-    if indep_pairwise is not None:
-        result = filter_indep_pairwise(result, *indep_pairwise)
+    return result
+
+
+def _filter_and_prune(genotypes: Genotypes, thresholds: dict,
+                      indep_pairwise) -> Genotypes:
+    """The SNP filters, then LD pruning, with monomorphic SNPs in the windows.
+
+    PLINK has no monomorphic filter, so its windows count the monomorphic
+    SNPs that ``--maf`` leaves (and ``run``, which keeps them, prunes so too):
+    those are dropped after pruning, which never removes one (their r is
+    undefined). The log keeps the filters' order.
+    """
+    if not thresholds["drop_monomorphic"] or thresholds["maf"] is not None:
+        return filter_indep_pairwise(_filter_snps(genotypes, **thresholds),
+                                     *indep_pairwise)
+    windows = _filter_snps(genotypes, **dict(thresholds, drop_monomorphic=False))
+    result = _filter_snps(filter_indep_pairwise(windows, *indep_pairwise))
+    log = result.filter_log
+    log[-2], log[-1] = log[-1], log[-2]  # monomorphic before indep_pairwise
     return result
 
 
