@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import time
 from concurrent.futures import CancelledError
+from pathlib import Path
 
 import numpy as np
 
@@ -353,7 +354,7 @@ class DaskChunks:
         slots = _worker_slots(client)
         m, n = len(rows), len(columns)
         bounds = chunk_bounds(n, chunk_snps or _default_chunk_snps(m, n, len(slots)))
-        bed = str(bed)
+        bed = str(Path(bed).absolute())  # a worker's working folder may be another
         futures = [
             client.submit(_read_bed_chunk, bed, n_samples, n_variants, rows,
                           columns[start:stop], workers=[slots[i % len(slots)]],
