@@ -603,11 +603,25 @@ class TestPlink:
         self, tmp_path, simulated_fixture
     ):
         plink_fileset(tmp_path, simulated_fixture)
-        with pytest.raises(InputError, match=r"sim\.bim: region chr1 selects no "
+        with pytest.raises(InputError, match=r"sim\.bim: region chr9 selects no "
                            r"variants \(the file's chromosomes: 1\)"):
-            read_plink(tmp_path / "sim", region="chr1")
-        with pytest.raises(InputError, match="region chr1 selects no variants"):
-            open_streamed(tmp_path / "sim.bed", memory_bytes=1e6, region="chr1")
+            read_plink(tmp_path / "sim", region="chr9")
+        with pytest.raises(InputError, match="region chr9 selects no variants"):
+            open_streamed(tmp_path / "sim.bed", memory_bytes=1e6, region="chr9")
+
+    def test_read_plink__region_names_its_chromosome_as_plink_does(
+        self, tmp_path, simulated_fixture
+    ):
+        # PLINK reads chr1 as 1 and X as 23
+        plink_fileset(tmp_path, simulated_fixture)
+        whole = read_plink(tmp_path / "sim", region="1:1-200000")
+        assert 0 < whole.n_snps
+        for region in ("chr1:1-200000", "CHR1:1-200000"):
+            assert read_plink(tmp_path / "sim", region=region).variants.equals(
+                whole.variants)
+        bim = (tmp_path / "sim.bim").read_text().replace("1\t", "23\t", 1)
+        (tmp_path / "sim.bim").write_text(bim)
+        assert read_plink(tmp_path / "sim", region="chrX").n_snps == 1
 
     def test_read_plink__duplicate_sample_id_is_an_error(self, tmp_path,
                                                          simulated_fixture):

@@ -1,6 +1,7 @@
 """What every reader and writer shares: regions, sample selection, and atomic writes.
 
-* :func:`parse_region` and :func:`region_mask`: ``--region chrom:start-end``;
+* :func:`parse_region` and :func:`region_mask`: ``--region chrom:start-end``,
+  its chromosome compared as PLINK compares them (:func:`chromosome_names`);
 * :func:`sample_rows`: ``--keep``'s samples as rows of a file's sample list;
 * :func:`first_duplicate`: the first ID a file lists twice;
 * :func:`is_snp_allele`: the single-base alleles of a biallelic SNP;
@@ -29,7 +30,9 @@ from ..core.exceptions import InputError, UsageError
 from .errors import data_line
 
 __all__ = [
+    "PLINK_CHROMOSOMES",
     "atomic_write",
+    "chromosome_names",
     "empty_region_error",
     "format_json",
     "is_snp_allele",
@@ -79,8 +82,41 @@ def parse_region(region: str) -> tuple[str, int | None, int | None]:
     return chrom, start_value, end_value
 
 
+#: PLINK's numeric codes of the sex chromosomes and the mitochondrion, by the
+#: names VCFs give them (PLINK reads ``chrX``, ``X`` and ``23`` as one).
+PLINK_CHROMOSOMES = {"23": "X", "24": "Y", "25": "XY", "26": "MT", "M": "MT"}
+
+
+def chromosome_names(names) -> np.ndarray:
+    """Chromosome names as PLINK compares them: no ``chr`` prefix, upper case,
+    PLINK's codes 23-26 as X, Y, XY and MT.
+
+    Parameters
+    ----------
+    names : array_like of str, shape (n,)
+
+    Returns
+    -------
+    numpy.ndarray of object, shape (n,)
+
+    Examples
+    --------
+    >>> chromosome_names(["chr1", "1", "chrX", "23", "chrM", "26"]).tolist()
+    ['1', '1', 'X', 'X', 'MT', 'MT']
+    """
+    # the distinct names only: a biobank's .bim has millions of rows, a few names
+    codes, distinct = pd.factorize(pd.Series(np.asarray(names, dtype=str)))
+    plain = (pd.Series(distinct, dtype=str).str.strip()
+             .str.replace(r"^chr", "", regex=True, case=False).str.upper()
+             .replace(PLINK_CHROMOSOMES))
+    return plain.to_numpy(dtype=object)[codes]
+
+
 def region_mask(chrom: np.ndarray, positions: np.ndarray, region) -> np.ndarray:
     """Which variants lie in ``region`` (``chrom:start-end``; all when ``None``).
+
+    The chromosome is matched as PLINK matches it (:func:`chromosome_names`:
+    ``chr2`` selects a ``.bim``'s ``2``, ``X`` its ``23``).
 
     Parameters
     ----------
@@ -97,7 +133,7 @@ def region_mask(chrom: np.ndarray, positions: np.ndarray, region) -> np.ndarray:
     if region is None:
         return mask
     name, start, end = parse_region(region)
-    mask &= chrom == name
+    mask &= chromosome_names(chrom) == chromosome_names([name])[0]
     if start is not None:
         mask &= positions >= start
     if end is not None:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..core.exceptions import InputError
 from ..core.genotypes import VARIANT_COLUMNS
+from .common import chromosome_names
 from .errors import reading
 
 __all__ = [
@@ -187,16 +188,12 @@ class SnpMatch:
         )
 
 
-#: PLINK's numeric codes of the sex chromosomes and the mitochondrion, as VCFs
-#: name them (``XY``, PLINK's X pseudo-autosomal region, lies on X's positions).
-_CHROMOSOME_NAMES = {"23": "X", "24": "Y", "25": "X", "XY": "X", "26": "MT", "M": "MT"}
-
-
 def _normalised(variants: pd.DataFrame) -> pd.DataFrame:
+    chrom = chromosome_names(variants["chrom"])
     table = pd.DataFrame({
-        "chrom": variants["chrom"].astype(str).str.strip()
-        .str.replace(r"^chr", "", regex=True, case=False).str.upper()
-        .replace(_CHROMOSOME_NAMES),
+        # XY, PLINK's X pseudo-autosomal region, lies on X's positions, where a
+        # VCF has it
+        "chrom": np.where(chrom == "XY", "X", chrom),
         "pos": pd.to_numeric(variants["pos"], errors="coerce").fillna(-1)
         .astype(np.int64),
         "id": variants["id"].astype(str).str.strip(),
