@@ -468,9 +468,10 @@ def _add_run_parser(subparsers) -> None:
                         help="ML iteration limit")
     method.add_argument(
         "--runs", type=_positive_int, default=1, metavar="N",
-        help="N fits per K: the default path, then maximum likelihood from random "
-        "starts seeded --seed + 1, + 2, ...; writes the best log-likelihood's (the "
-        "default's own where it kept the spectral estimate) and groups the runs "
+        help="N fits per K: the default path (or --init's start), then maximum "
+        "likelihood from random starts seeded --seed + 1, + 2, ...; writes the best "
+        "log-likelihood's (the earliest within 1e-6; the default's own where it "
+        "kept the spectral estimate) and groups the runs "
         "into modes (CLUMPP G' >= 0.97 between every two runs): "
         "PREFIX.K.modes.tsv and each other mode's PREFIX.K.mode<M>.Q",
     )
