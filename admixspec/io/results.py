@@ -320,10 +320,14 @@ def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
     True
     """
     for q_path in map(Path, q_paths):
-        kept = _kept_samples(q_path)
+        match = _Q_NAME.match(q_path.name)
+        if match is None:
+            continue
+        record = _record_beside(q_path)
+        kept = record.get("samples")  # the IDs a --keep or --mind kept
         if kept is not None and len(kept) == n:
-            return kept
-        for candidates in _id_sources(q_path):
+            return np.asarray(kept, dtype=str)
+        for candidates in _id_sources(q_path, match.group("prefix"), record):
             found = {}
             for candidate in candidates:
                 try:
@@ -345,28 +349,20 @@ def recorded_sample_ids(q_paths, n: int) -> np.ndarray | None:
     return None
 
 
-def _kept_samples(q_path: Path) -> np.ndarray | None:
-    """The sample IDs ``PREFIX.K.json`` lists: those a ``--keep`` or ``--mind`` kept."""
+def _record_beside(q_path: Path) -> dict:
+    """``PREFIX.K.json`` beside ``PREFIX.K.Q`` (:func:`read_run_record`), or {}."""
     json_path = q_path.with_name(q_path.name[: -len(".Q")] + ".json")
-    if _Q_NAME.match(q_path.name) is None or not json_path.is_file():
-        return None
-    samples = read_run_record(json_path).get("samples")
-    return None if samples is None else np.asarray(samples, dtype=str)
+    return read_run_record(json_path) if json_path.is_file() else {}
 
 
-def _id_sources(q_path: Path):
+def _id_sources(q_path: Path, prefix: str, record: dict):
     """Files that may hold the sample IDs of ``PREFIX.K.Q``, most telling first,
     in lists of the places one recorded name may be."""
-    match = _Q_NAME.match(q_path.name)
-    if match is None:
-        return
-    json_path = q_path.with_name(q_path.name[: -len(".Q")] + ".json")
-    if json_path.is_file():
-        source = read_run_record(json_path).get("input")
-        if source:
-            # as written (from here), and from the Q file's folder
-            yield [Path(source), q_path.parent / source]
-    yield [q_path.with_name(match.group("prefix") + ".fam")]
+    source = record.get("input")
+    if source:
+        # as written (from here), and from the Q file's folder
+        yield [Path(source), q_path.parent / source]
+    yield [q_path.with_name(prefix + ".fam")]
 
 
 def read_ancestry_q(path, *, K: int | None = None) -> np.ndarray:
