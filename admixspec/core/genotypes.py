@@ -25,6 +25,7 @@ from .exceptions import InputError
 __all__ = [
     "Genotypes",
     "MISSING",
+    "UNKNOWN_LABELS",
     "VARIANT_COLUMNS",
     "allele_counts",
     "check_dosage",
@@ -36,6 +37,11 @@ __all__ = [
 
 #: Dosage value that marks a missing genotype call.
 MISSING: int = -1
+
+#: Population labels that mean "not a reference individual" (ADMIXTURE's
+#: ``.pop`` uses ``-``): the supervised fit reads them so, and a ``.pop``
+#: therefore may not name a population by the others.
+UNKNOWN_LABELS = frozenset({"-", ".", "", "NA", "nan", "None"})
 
 #: Columns of :attr:`Genotypes.variants`, in order.
 VARIANT_COLUMNS = ("chrom", "pos", "id", "counted", "other")

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.exceptions import InputError, UsageError
+from ..core.genotypes import UNKNOWN_LABELS
 from .common import write_text
 from .errors import reading
 
@@ -285,10 +286,10 @@ def _check_one_field(fields: list, path) -> None:
         )
 
 
-#: Words the supervised fit (:data:`admixspec.ml.project.UNKNOWN_LABELS`) reads
-#: as "no population" besides ``-`` and the empty line: in a ``.pop`` they would
-#: silently turn a population's reference individuals into unknown ones.
-_NAMELESS_WORDS = frozenset({".", "NA", "nan", "None"})
+#: Words the supervised fit reads as "no population" besides ``-`` and the empty
+#: line: in a ``.pop`` they would silently turn a population's reference
+#: individuals into unknown ones.
+_NAMELESS_WORDS = UNKNOWN_LABELS - {"-", ""}
 
 
 def _check_named(fields: list, path) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.exceptions import ConvergenceWarning, InputError, UsageError
 from ..core.frequencies import allele_frequencies, least_squares_p, least_squares_q
+from ..core.genotypes import UNKNOWN_LABELS
 from ..core.parameters import P_MAX, P_MIN, clip_proportions
 from ..core.threads import thread_limit
 from ..core.validation import SEED, Dosage, Frequencies, Interval, validate_params
@@ -99,8 +100,6 @@ def maximize_p(G, Q, *, P0=None, max_passes=20, relative_tol=1e-7, threads=None,
     return PGivenQ(P, float(loglik), passes)
 
 
-#: Labels that mean "not a reference individual" (ADMIXTURE's .pop uses '-').
-UNKNOWN_LABELS = frozenset({"-", ".", "", "NA", "nan", "None"})
 
 
 @validate_params({"dosage": Dosage(), "P": Frequencies(),
