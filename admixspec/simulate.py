@@ -81,17 +81,7 @@ def _assign_alleles(genotypes: Genotypes) -> None:
     genotypes.variants["other"] = bases[(j % 4 + 1 + (j // 4) % 3) % 4]
 
 
-class _Finite(Interval):
-    """An :class:`Interval` that also refuses infinity (``inf`` parses as a float)."""
-
-    def check(self, name, value):
-        value = super().check(name, value)
-        if value is not None and not np.isfinite(value):
-            raise UsageError(f"{name} must be finite, got {value:g}")
-        return value
-
-
-_POSITIVE = _Finite(float, 0, closed="neither")
+_POSITIVE = Interval(float, 0, closed="neither", finite=True)
 
 
 @validate_params({
@@ -309,7 +299,7 @@ def _kept_snps(rng, dosage, n_snps):
     "split_time": _POSITIVE,
     "population_size": _POSITIVE,
     "mutation_rate": _POSITIVE,
-    "recombination_rate": _Finite(float, 0),
+    "recombination_rate": Interval(float, 0, finite=True),
     "sequence_length": _POSITIVE,
     "block_rate": _POSITIVE,
     "bp_per_morgan": _POSITIVE,

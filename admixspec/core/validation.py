@@ -90,12 +90,15 @@ class Interval(Constraint):
         Which bounds belong to the interval.
     allow_none : bool
         Whether None is accepted (an optional argument).
+    finite : bool
+        Whether infinity is refused even where no bound excludes it
+        (``float("inf")`` parses as a number).
     """
 
     def __init__(self, kind, low=None, high=None, *, closed: str = "both",
-                 allow_none: bool = False):
+                 allow_none: bool = False, finite: bool = False):
         self.kind, self.low, self.high = kind, low, high
-        self.closed, self.allow_none = closed, allow_none
+        self.closed, self.allow_none, self.finite = closed, allow_none, finite
 
     def convert(self, text: str):
         try:
@@ -113,6 +116,8 @@ class Interval(Constraint):
             raise UsageError(f"{name} must be {self.describe()}, got {value!r}")
         if not self._inside(value):
             raise UsageError(f"{name} must be {self.describe()}, got {value:g}")
+        if self.finite and value in (float("inf"), float("-inf")):
+            raise UsageError(f"{name} must be finite, got {value:g}")
         return self.kind(value)
 
     def _inside(self, value) -> bool:
