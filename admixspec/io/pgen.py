@@ -48,6 +48,8 @@ logger = logging.getLogger("admixspec")
 _SUFFIXES = (".pgen", ".pvar", ".psam")
 #: Variants decoded per pgenlib call.
 BLOCK_SIZE = 4096
+#: Most dosages decoded to tell whether a .pgen holds dosages (8 MiB as float64).
+DOSAGE_CHECK_ENTRIES = 2**20
 #: pgenlib's int8 code for a missing hard call.
 _PGEN_MISSING = -9
 #: Column names of a header-less .pvar (PLINK 1 .bim order) and .psam (.fam order).
@@ -198,9 +200,13 @@ def _warn_of_dosages(reader, chunk, hardcalls, pgen_path) -> None:
 
     pgenlib reads a hard call as its dosage where the file stores none, so a
     dosage that is not a whole number means the ``.pgen`` holds dosages. Only
-    the first block is checked: one more decode of at most :data:`BLOCK_SIZE`
-    variants.
+    the block's first variants are decoded again, at most
+    :data:`DOSAGE_CHECK_ENTRIES` dosages: a float64 copy of a whole block
+    would be eight times the int8 block (16 GB at 500,000 samples).
     """
+    n_variants = max(1, min(len(chunk),
+                            DOSAGE_CHECK_ENTRIES // max(1, hardcalls.shape[1])))
+    chunk, hardcalls = chunk[:n_variants], hardcalls[:n_variants]
     dosages = np.empty(hardcalls.shape, dtype=np.float64)
     reader.read_dosages_list(chunk, dosages, allele_idx=0)
     called = dosages != _PGEN_MISSING
