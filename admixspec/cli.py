@@ -272,7 +272,8 @@ def _add_simulate_parser(subparsers) -> None:
     parser.set_defaults(runner=run_simulate)
 
 
-#: simulate's flags that one --model reads and the other ignores: flag -> argument
+#: simulate's flags that one --model reads and the other ignores: flag -> the
+#: simulator's argument
 _MODEL_FLAGS = {
     "msprime": {"n_haplotypes": "n_haplotypes", "split_time": "split_time",
                 "ne": "population_size", "mutation_rate": "mutation_rate",
@@ -307,32 +308,16 @@ def run_simulate(args: argparse.Namespace) -> int:
     _check_output_folder(args.out)
     _check_model_flags(args, {"msprime": simulate_admixture,
                               "balding-nichols": simulate_balding_nichols})
+    # the flags of the chosen model, by the simulator's argument names
+    model = {name: getattr(args, flag)
+             for flag, name in _MODEL_FLAGS[args.model].items()}
     start = time.perf_counter()
     if args.model == "msprime":
-        sim = simulate_admixture(
-            args.n_admixed,
-            args.K,
-            alpha=args.alpha,
-            n_haplotypes=args.n_haplotypes,
-            split_time=args.split_time,
-            population_size=args.ne,
-            mutation_rate=args.mutation_rate,
-            recombination_rate=args.recombination_rate,
-            sequence_length=args.length,
-            block_rate=args.block_rate,
-            bp_per_morgan=args.bp_per_morgan,
-            n_snps=args.n_snps,
-            seed=args.seed,
-        )
+        sim = simulate_admixture(args.n_admixed, args.K, alpha=args.alpha,
+                                 n_snps=args.n_snps, seed=args.seed, **model)
     else:
-        sim = simulate_balding_nichols(
-            args.n_admixed,
-            args.n_snps or 10_000,
-            args.K,
-            fst=args.fst,
-            alpha=args.alpha,
-            seed=args.seed,
-        )
+        sim = simulate_balding_nichols(args.n_admixed, args.n_snps or 10_000, args.K,
+                                       alpha=args.alpha, seed=args.seed, **model)
     logger.info(
         "simulated %d individuals x %d SNPs, K=%d in %.1f s",
         sim.genotypes.n_individuals, sim.genotypes.n_snps, sim.Q.shape[1],
