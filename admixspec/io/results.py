@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..core.exceptions import InputError, UsageError
 from .vcf import read_vcf_samples
@@ -80,25 +81,30 @@ def _look_up(path: Path, keys: list[str], values, sample_ids, what: str,
     they are, repeated IDs included).
     """
     values = np.asarray(values, dtype=str)
-    sample_ids = [str(s) for s in sample_ids]
-    if keys == sample_ids:
+    keys = np.asarray(keys, dtype=str)
+    sample_ids = np.asarray(sample_ids, dtype=str)
+    if np.array_equal(keys, sample_ids):
         return values
-    wanted = set(sample_ids)
-    mapping: dict[str, int] = {}
-    for row, key in enumerate(keys):
-        seen = mapping.setdefault(key, row)
-        if values[seen] != values[row] and key in wanted:
-            raise InputError(
-                f"sample {key} is listed twice, on lines {seen + first_line} and "
-                f"{row + first_line}, with {what} {str(values[seen])!r} and "
-                f"{str(values[row])!r}", path=path)
-    missing = [s for s in sample_ids if s not in mapping]
-    if missing:
+    codes, distinct = pd.factorize(keys)
+    # codes number the keys in order of first appearance: np.unique's indices
+    # are then each key's first row
+    first_row = np.unique(codes, return_index=True)[1]
+    seen = first_row[codes]
+    conflict = (values[seen] != values) & np.isin(keys, sample_ids)
+    if conflict.any():
+        row = int(np.flatnonzero(conflict)[0])
+        raise InputError(
+            f"sample {keys[row]} is listed twice, on lines {seen[row] + first_line} "
+            f"and {row + first_line}, with {what} {str(values[seen[row]])!r} and "
+            f"{str(values[row])!r}", path=path)
+    found = pd.Index(distinct).get_indexer(sample_ids)
+    if (found < 0).any():
+        missing = sample_ids[found < 0].tolist()
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
         raise InputError(
             f"{len(missing)} sample(s) have no population label: {shown}", path=path
         )
-    return values[[mapping[s] for s in sample_ids]]
+    return values[first_row[found]]
 
 
 def _table_labels(path: Path, lines: list[str], sample_ids) -> np.ndarray:
@@ -776,8 +782,6 @@ def summarize_runs(prefix, *, Ks=None):
     >>> summarize_runs(d / "r")[["K", "cv_error", "best"]].values.tolist()
     [[2, 0.6, False], [3, 0.5, True]]
     """
-    import pandas as pd
-
     runs = select_runs(prefix, Ks)
     rows = []
     for K, q_path in runs:
