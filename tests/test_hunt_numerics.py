@@ -119,11 +119,12 @@ class TestMissingCallsOfOtherContainers:
             check_dosage([[0, 1, 2], [1, 2]])
 
 
-class TestKHintInputs:
-    @pytest.fixture(scope="class")
-    def hint_fixture(self):
-        return simulate_balding_nichols(60, 5000, 3, fst=0.2, alpha=0.3, seed=2)
+@pytest.fixture(scope="module")
+def hint_fixture():
+    return simulate_balding_nichols(60, 5000, 3, fst=0.2, alpha=0.3, seed=2)
 
+
+class TestKHintInputs:
     def test_k_hint__float_nan_missing_reads_as_missing(self, hint_fixture):
         # NaN reached the eigensolver: LinAlgError "Eigenvalues did not converge"
         G = hint_fixture.genotypes.dosage
