@@ -10,82 +10,64 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.genotypes import MISSING
-
 __all__ = ["SNP_BASES", "alt_alleles", "decode_calls", "first_alt_equal_to_ref",
-           "first_out_of_range", "read_log_entries", "same_alleles"]
+           "read_log_entries", "same_alleles"]
 
 #: Allele letters of a SNP (an allele of one of these bases).
 SNP_BASES = frozenset("ACGTNacgtn")
 
 
-def decode_calls(calls: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Dosage of allele 0 (REF) from htslib allele indices.
+def decode_calls(alleles: np.ndarray, n_alt, counts: np.ndarray,
+                 out: np.ndarray | None = None) -> tuple[np.ndarray, int | None]:
+    """Dosage of allele 0 (REF) from allele indices, and the first record out of range.
+
+    One read of ``alleles`` (a numba kernel,
+    :func:`admixspec.io._call_kernels.decode_records`). htslib parses ``0/5``
+    at a site with one ALT without complaint, and counting the 5 as ALT would
+    read a malformed call as a real heterozygote, so each record's indices
+    are checked against its ALT alleles: -1 (missing) and -2 (fill) are the
+    only negative values (htslib yields no other; a VCF Zarr store may).
 
     Parameters
     ----------
-    calls : int16, shape (b, n, ploidy + 1)
-        ``genotype.array()`` rows: allele indices, -1 missing, -2 padding
-        (haploid), last column the phase flag.
-    counts : int64, shape (3,)
-        Accumulates haploid, half and polyploid call counts (in place).
-
-    Returns
-    -------
-    int8, shape (b, n)
-    """
-    first = calls[..., 0]
-    second = calls[..., 1] if calls.shape[-1] > 2 else np.full_like(first, -2)
-    haploid = (second == -2) & (first >= 0)
-    half = ((first < 0) & (second >= 0)) | ((first >= 0) & (second == -1))
-    dosage = (first == 0).astype(np.int8) + (second == 0).astype(np.int8)
-    dosage[haploid] *= 2
-    missing = (first < 0) | (second == -1) | half
-    if calls.shape[-1] > 3:
-        poly = (calls[..., 2:-1] != -2).any(axis=-1) & ~missing
-        missing |= poly
-        counts[2] += int(np.count_nonzero(poly))
-    dosage[missing] = MISSING
-    counts[0] += int(np.count_nonzero(haploid))
-    counts[1] += int(np.count_nonzero(half))
-    return dosage
-
-
-def first_out_of_range(calls: np.ndarray, n_alt: np.ndarray) -> int | None:
-    """The first record with an allele index beyond its ALT alleles or below -2.
-
-    htslib parses ``0/5`` at a site with one ALT without complaint, and
-    :func:`decode_calls` would count the 5 as ALT: a malformed call would
-    read as a real heterozygote. -1 (missing) and -2 (fill) are the only
-    negative values (htslib yields no other; a VCF Zarr store may).
-
-    Parameters
-    ----------
-    calls : int16, shape (b, n, ploidy + 1)
-        As for :func:`decode_calls`.
-    n_alt : int, shape (b,)
+    alleles : int8 or int16, shape (b, n, ploidy)
+        Allele indices (``genotype.array()`` rows without their phase
+        column, or ``call_genotype`` rows), -1 missing, -2 padding (haploid).
+    n_alt : array_like of int, shape (b,)
         ALT alleles of each record (0 for ALT ``.``).
+    counts : int64, shape (3,)
+        Accumulates haploid, half and polyploid call counts (in place),
+        unless a record is out of range.
+    out : int8, shape (n, b), optional
+        Where the dosage goes (a new array when not given).
 
     Returns
     -------
-    int or None
-        The record's index in ``calls``, None when every index is in range.
+    dosage : int8, shape (n, b)
+        Samples by records: -1 for missing, half and polyploid calls.
+    out_of_range : int or None
+        The first record with an allele index beyond its ALT alleles or below
+        -2, None when every index is in range.
 
     Examples
     --------
     >>> import numpy as np
-    >>> calls = np.array([[[0, 1, 0]], [[0, 5, 0]]], dtype=np.int16)
-    >>> first_out_of_range(calls, np.array([1, 1]))
+    >>> alleles = np.array([[[0, 1]], [[0, 5]]], dtype=np.int16)
+    >>> decode_calls(alleles, [1, 1], np.zeros(3, dtype=np.int64))[1]
     1
     """
-    alleles = calls[..., :-1]
-    if not alleles.size:
-        return None
-    # a record's extremes: one reduction each, no boolean matrix
-    bad = ((alleles.max(axis=(1, 2)) > np.asarray(n_alt))
-           | (alleles.min(axis=(1, 2)) < -2))
-    records = np.flatnonzero(bad)
-    return int(records[0]) if len(records) else None
+    # imported here, not at the top: the readers' import must not import numba
+    from ._call_kernels import OUT_OF_RANGE, decode_records
+
+    if out is None:
+        out = np.empty(alleles.shape[1::-1], dtype=np.int8)
+    tallies = np.zeros((alleles.shape[0], 4), dtype=np.int64)
+    decode_records(alleles, np.asarray(n_alt, dtype=np.int64), out, tallies)
+    bad = np.flatnonzero(tallies[:, OUT_OF_RANGE])
+    if len(bad):
+        return out, int(bad[0])
+    counts += tallies[:, :OUT_OF_RANGE].sum(axis=0)
+    return out, None
 
 
 def first_alt_equal_to_ref(ref, alt) -> int | None:

@@ -67,7 +67,6 @@ from .calls import (
     SNP_BASES,
     alt_alleles,
     decode_calls,
-    first_out_of_range,
     read_log_entries,
     same_alleles,
 )
@@ -490,13 +489,13 @@ def _read_records(iterator, n_samples: int, path: Path, block_size: int,
         ) from None
     if buffer:
         blocks.append(_decode_buffer(buffer, n_alt, counts, path, chrom_list, pos_list))
-    n_snps = sum(block.shape[0] for block in blocks)
+    n_snps = sum(block.shape[1] for block in blocks)
     dosage = np.empty((n_samples, n_snps), dtype=np.int8)
     column = 0
     while blocks:
         block = blocks.pop(0)
-        dosage[:, column : column + block.shape[0]] = block.T
-        column += block.shape[0]
+        dosage[:, column : column + block.shape[1]] = block
+        column += block.shape[1]
     variants = pd.DataFrame(
         {
             "chrom": pd.array(chrom_list, dtype=object),
@@ -522,7 +521,10 @@ def _genotype_error(variant, number: int, error: Exception, path: Path,
 
 def _decode_buffer(buffer: list, n_alt: list, counts: np.ndarray, path: Path,
                    chroms: list, positions: list) -> np.ndarray:
-    """Decode the last ``len(buffer)`` kept records (``chroms``, ``positions``)."""
+    """The dosage (samples, records) of the last ``len(buffer)`` kept records.
+
+    ``chroms`` and ``positions`` name every kept record so far.
+    """
     width = max(calls.shape[1] for calls in buffer)
     if all(calls.shape[1] == width for calls in buffer):
         stacked = np.stack(buffer)
@@ -530,12 +532,13 @@ def _decode_buffer(buffer: list, n_alt: list, counts: np.ndarray, path: Path,
         stacked = np.full((len(buffer), buffer[0].shape[0], width), -2, dtype=np.int16)
         for index, calls in enumerate(buffer):
             stacked[index, :, : calls.shape[1] - 1] = calls[:, :-1]
-    bad = first_out_of_range(stacked, np.asarray(n_alt))
+    # the trailing column of genotype.array() is the phase flag
+    block, bad = decode_calls(stacked[..., :-1], n_alt, counts)
     if bad is not None:
         record = len(chroms) - len(buffer) + bad
         _allele_index_error(stacked[bad], n_alt[bad], path,
                             f"{chroms[record]}:{positions[record]}")
-    return decode_calls(stacked, counts)
+    return block
 
 
 def _allele_index_error(calls: np.ndarray, n_alt: int, path: Path, site: str):

@@ -35,7 +35,6 @@ from .calls import (
     alt_alleles,
     decode_calls,
     first_alt_equal_to_ref,
-    first_out_of_range,
     read_log_entries,
     same_alleles,
 )
@@ -217,8 +216,8 @@ def _variant_table(store, columns, alleles, chrom, positions) -> pd.DataFrame:
 
 
 def _decode_calls(block: np.ndarray, counts: np.ndarray, variants: np.ndarray,
-                  n_alt: np.ndarray, path: Path) -> np.ndarray:
-    """REF dosage (variants, samples) of ``call_genotype`` rows ``block``.
+                  n_alt: np.ndarray, path: Path, out: np.ndarray) -> None:
+    """REF dosage of ``call_genotype`` rows ``block`` into ``out`` (samples, variants).
 
     ``block`` is (variants, samples, ploidy), the calls of store variants
     ``variants``; ``n_alt`` is each store variant's ALT alleles
@@ -231,14 +230,10 @@ def _decode_calls(block: np.ndarray, counts: np.ndarray, variants: np.ndarray,
         A call beyond its variant's ALT alleles, or below -2: the first such
         variant, by :func:`_bad_call_error`.
     """
-    # the VCF decoder's layout: alleles then a trailing phase column
-    padded = np.concatenate([block, np.zeros_like(block[..., :1])], axis=-1)
-    # the VCF reader's allele-index check, on the block already in memory
-    bad = first_out_of_range(padded, n_alt[variants])
+    _, bad = decode_calls(block, n_alt[variants], counts, out=out)
     if bad is not None:
         raise _bad_call_error(path, int(variants[bad]), block[bad],
                               int(n_alt[variants[bad]]))
-    return decode_calls(padded, counts)
 
 
 def _read_dosage(calls, columns: np.ndarray, rows, path: Path, n_alt: np.ndarray):
@@ -262,8 +257,8 @@ def _read_dosage(calls, columns: np.ndarray, rows, path: Path, n_alt: np.ndarray
         block = chunk_calls[columns[first:stop] - start]
         if not every_sample:
             block = block[:, rows]
-        dosage[:, first:stop] = _decode_calls(block, counts, columns[first:stop], n_alt,
-                                              path).T
+        _decode_calls(block, counts, columns[first:stop], n_alt, path,
+                      dosage[:, first:stop])
         if time.monotonic() - last_message >= PROGRESS_INTERVAL:
             last_message = time.monotonic()
             logger.info("%s: read %d of %d variants (%.0f%%)", path, stop, len(columns),
@@ -432,8 +427,8 @@ class VczChunks(StreamedChunks):
         block = calls[wanted - span_first]
         if self.n_individuals != self.n_samples:
             block = block[:, self.rows]
-        out[:, offset:offset + len(wanted)] = _decode_calls(
-            block, self.ploidy_counts, wanted, self._n_alt, self.path).T
+        _decode_calls(block, self.ploidy_counts, wanted, self._n_alt, self.path,
+                      out[:, offset:offset + len(wanted)])
 
 
 def store_shape(path, *, samples=None, region: str | None = None) -> tuple[int, int]:
