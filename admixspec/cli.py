@@ -129,7 +129,8 @@ def add_genotype_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("input selection and filters")
     group.add_argument(
         "--keep", metavar="FILE",
-        help="keep only these samples: one ID per line, or PLINK 'FID IID' lines",
+        help="keep only these samples: one ID per line, or PLINK 'FID IID' lines "
+        "(a .fam or .psam with FIDs is then matched on both, as by PLINK)",
     )
     group.add_argument(
         "--region", metavar="CHR:START-END",
@@ -138,7 +139,9 @@ def add_genotype_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--maf", type=_fraction(0.5), default=0.0,
-        help="remove SNPs with minor allele frequency below this",
+        help="remove SNPs with minor allele frequency below this (every call counts "
+        "two alleles, a male's chromosome X call too, as ADMIXTURE's model has it; "
+        "plink --maf counts it once, so on X the SNPs kept may differ a little)",
     )
     group.add_argument(
         "--geno", type=_fraction(1.0), default=1.0,
@@ -884,8 +887,12 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start, *,
             )
         lines.append(f"Bootstrap standard errors: {output_path(prefix, K, 'Q_se')}")
     if result.reference is not None:  # its IDs, usable as --keep
-        files[output_path(prefix, K, "ref")] = "".join(
-            f"{sample}\n" for sample in genotypes.samples[result.reference])
+        from .io.reader import format_keep
+
+        families = genotypes.families
+        files[output_path(prefix, K, "ref")] = format_keep(
+            genotypes.samples[result.reference],
+            None if families is None else families[result.reference])
         lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
     seconds = time.perf_counter() - start
     lines.append(f"Elapsed: {seconds:.3f} sec")

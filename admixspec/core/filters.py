@@ -13,7 +13,12 @@ calls), then monomorphic sites, then ``--maf``, and last LD pruning
 other filters. Thresholds follow PLINK:
 an individual/SNP is removed when its missing fraction is *strictly greater*
 than ``mind``/``geno``, a SNP when its minor allele frequency is *strictly
-less* than ``maf``. Frequencies are computed over called genotypes only.
+less* than ``maf``. Frequencies are computed over called genotypes only,
+each counting two alleles, on every chromosome: PLINK counts a male's
+chromosome X (and Y) call as one allele and his heterozygous X calls as
+missing, so ``plink --maf`` on X keeps slightly other SNPs (the HapMap3
+tutorial data's 722 X SNPs: 668 against 666 at ``--maf 0.01``). admixspec
+reads no sex and fits every SNP as diploid, as ADMIXTURE does.
 
 LD pruning (:func:`filter_indep_pairwise`) needs scikit-allel, the optional
 ``allel`` extra (``pip install 'admixspec[allel]'``).

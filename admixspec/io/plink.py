@@ -27,7 +27,7 @@ from .common import (
 )
 from .errors import check_complete_rows, data_line
 
-__all__ = ["plink_prefix", "read_plink", "write_plink"]
+__all__ = ["keep_entry", "keep_rows", "plink_prefix", "read_plink", "write_plink"]
 
 _BED_MAGIC = b"\x6c\x1b"
 _SNP_MAJOR = 1
@@ -270,6 +270,88 @@ def read_bed_columns(bed_path, n_samples, n_variants, rows, columns,
     return dosage
 
 
+def keep_rows(fids, iids, samples, path, kind: str = ".fam") -> np.ndarray:
+    """Rows of the ``--keep`` samples in a ``.fam``/``.psam``, in file order.
+
+    Parameters
+    ----------
+    fids, iids : array_like of str, shape (n_samples,)
+        The file's FIDs (None when it has none) and IIDs.
+    samples : sequence of str or None
+        The IIDs to keep (None keeps every row). When it has a ``families``
+        attribute that is not None (a two-column ``--keep`` file, see
+        :func:`admixspec.io.reader.read_keep`) and the file has FIDs, each
+        (FID, IID) pair is matched, as PLINK's ``--keep`` does (two families
+        may number their members alike); else the IIDs alone
+        (:func:`~admixspec.io.common.sample_rows`).
+    path : str or os.PathLike
+        The file, for the message.
+    kind : str
+        ``".fam"`` or ``".psam"``, for the message.
+
+    Returns
+    -------
+    numpy.ndarray, int64, increasing
+
+    Raises
+    ------
+    InputError
+        A requested sample that is not in the file (the first is named, with
+        the FID its IID has there, if it has one).
+
+    Examples
+    --------
+    >>> class Pairs(list):
+    ...     families = ["F2", "F1"]
+    >>> keep_rows(["F1", "F2", "F2"], ["1", "1", "2"], Pairs(["2", "1"]), "x.fam")
+    array([0, 2])
+    """
+    families = getattr(samples, "families", None)
+    if families is None or fids is None:
+        return sample_rows(np.asarray(iids, dtype=str), samples, path, kind=kind)
+    file_fids, file_iids = pd.Series(fids, dtype=str), pd.Series(iids, dtype=str)
+    keys = file_fids + "\t" + file_iids
+    wanted = pd.Series(list(families), dtype=str) + "\t" + pd.Series(list(samples),
+                                                                      dtype=str)
+    unknown = np.flatnonzero(~wanted.isin(keys).to_numpy())
+    if len(unknown):
+        fid, iid = families[unknown[0]], samples[unknown[0]]
+        elsewhere = file_fids[file_iids == iid]
+        hint = ("" if elsewhere.empty else f"; IID {iid!r} is there with FID "
+                f"{elsewhere.iloc[0]!r}, and a two-column --keep file is matched on "
+                "FID and IID, as PLINK's")
+        raise InputError(f"{len(unknown)} requested sample(s) not in the {kind} file "
+                         f"(first: FID {fid!r} IID {iid!r}{hint})", path=path)
+    return np.flatnonzero(keys.isin(wanted).to_numpy())
+
+
+def keep_entry(samples, n_input: int, n_selected: int, *, paired: bool) -> dict:
+    """The ``filter_log`` entry of ``--keep``: the individuals it left out.
+
+    Parameters
+    ----------
+    samples : sequence of str
+        The ``--keep`` IDs (with a ``source`` attribute naming the file,
+        when read from one).
+    n_input, n_selected : int
+        Individuals in the input, and those ``samples`` selected.
+    paired : bool
+        Whether (FID, IID) pairs were matched (else IIDs).
+
+    Examples
+    --------
+    >>> keep_entry(["a", "b"], 5, 2, paired=False)["reason"]
+    'not among the 2 IDs of the keep list, matched by IID'
+    """
+    source = getattr(samples, "source", None)
+    named = "the keep list" if source is None else f"--keep {source}"
+    matched = "FID and IID" if paired else "IID"
+    return {"filter": "keep", "unit": "individuals",
+            "removed": int(n_input - n_selected),
+            "reason": f"not among the {len(samples)} IDs of {named}, matched by "
+                      f"{matched}"}
+
+
 class Fileset(NamedTuple):
     """A PLINK 1 fileset's checked tables and the part to read (:func:`open_fileset`)."""
 
@@ -287,11 +369,15 @@ def open_fileset(path, samples=None, region: str | None = None) -> Fileset:
     """Read and check ``.fam`` and ``.bim``, and choose the rows and SNP columns to read.
 
     The ``.bed`` is checked (magic bytes, size) but no genotype is read.
-    ``rows`` are the kept individuals (``samples``, file order), ``columns``
-    the single-character SNPs in ``region``; ``in_region`` counts the
-    variants in the region, ``not_snp`` the indels and symbolic alleles among
-    them.
+    ``rows`` are the kept individuals (``samples``, file order, matched by
+    :func:`keep_rows`), ``columns`` the single-character SNPs in ``region``;
+    ``in_region`` counts the variants in the region, ``not_snp`` the indels
+    and symbolic alleles among them. A ``path`` that is a :class:`Fileset`
+    already opened is returned as it is (its ``samples`` and ``region``
+    chosen): a caller that sized the selection reads the tables once.
     """
+    if isinstance(path, Fileset):
+        return path
     prefix = plink_prefix(path)
     bed_path = Path(str(prefix) + ".bed")
     if not bed_path.exists() and not Path(str(prefix) + ".bim").exists():
@@ -301,7 +387,7 @@ def open_fileset(path, samples=None, region: str | None = None) -> Fileset:
     check_bed(bed_path, len(fam), len(bim))
     positions = bim_positions(bim, str(prefix) + ".bim")
     check_bim_alleles(bim, str(prefix) + ".bim")
-    rows = sample_rows(fam["iid"].to_numpy(), samples, str(prefix) + ".fam")
+    rows = keep_rows(fam["fid"], fam["iid"], samples, str(prefix) + ".fam")
     columns, in_region, not_snp = _snp_columns(bim, positions, region,
                                                str(prefix) + ".bim")
     return Fileset(bed_path, fam, bim, positions, rows, columns, in_region, not_snp)
@@ -334,7 +420,10 @@ def read_plink(
         The ``.bed`` (or ``.bim``/``.fam``) path, or the fileset prefix.
     samples : sequence of str, optional
         IIDs (``.fam`` column 2) to keep, all of which must exist; rows keep
-        the file order.
+        the file order. With a ``families`` attribute (the FIDs of a
+        two-column ``--keep`` file, :func:`admixspec.io.reader.read_keep`),
+        (FID, IID) pairs are matched (:func:`keep_rows`); ``filter_log``
+        then has a ``"keep"`` entry counting the others.
     region : str, optional
         ``chrom:start-end`` (1-based, inclusive) selecting ``.bim`` rows.
     num_threads : int, optional
@@ -372,6 +461,10 @@ def read_plink(
             "details": {"indel_or_symbolic": not_snp, "records_read": in_region},
         }
     )
+    if samples is not None:
+        genotypes.filter_log.append(keep_entry(
+            samples, len(fam), len(rows),
+            paired=getattr(samples, "families", None) is not None))
     return genotypes
 
 

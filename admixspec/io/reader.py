@@ -22,13 +22,22 @@ from ..core.genotypes import Genotypes, filter_lines
 from .bed_chunks import fileset_shape, open_streamed_bed
 from .errors import FORMAT_NAMES, reading
 from .pgen import pgen_prefix, read_pgen, read_psam
-from .plink import open_fileset, plink_prefix, read_fam, read_plink
+from .plink import (
+    Fileset,
+    keep_entry,
+    keep_rows,
+    open_fileset,
+    plink_prefix,
+    read_fam,
+    read_plink,
+)
 from .streamed import StreamedGenotypes
 from .vcf import read_vcf, read_vcf_samples
 from .vcz import is_vcz, open_streamed_vcz, read_vcz, store_samples, store_shape
 
-__all__ = ["detect_format", "input_samples", "input_shape", "memory_budget",
-           "open_genotypes", "open_streamed", "read_genotypes", "read_keep"]
+__all__ = ["KeepList", "detect_format", "format_keep", "input_samples",
+           "input_shape", "memory_budget", "open_genotypes", "open_streamed",
+           "read_genotypes", "read_keep"]
 
 logger = logging.getLogger("admixspec")
 
@@ -99,42 +108,112 @@ def detect_format(path) -> str:
     )
 
 
-def read_keep(path) -> list[str]:
+class KeepList(list):
+    """The IIDs of a ``--keep`` file, in file order, with their FIDs when it gives them.
+
+    A list of str (the IIDs), so every reader takes it as sample IDs.
+
+    Attributes
+    ----------
+    families : tuple of str or None
+        Each IID's FID, from a file whose every line has two or more columns
+        (PLINK's ``FID IID``): a PLINK input then matches the (FID, IID)
+        pairs. None for a one-column file.
+    source : str or None
+        The file, for the log.
+    """
+
+    def __init__(self, iids=(), families=None, source=None):
+        super().__init__(iids)
+        self.families = None if families is None else tuple(families)
+        self.source = source
+
+
+def read_keep(path) -> KeepList:
     """Read a ``--keep`` file: sample IDs to keep.
 
     One individual per line: either a single column (the sample ID / IID), or
-    PLINK's ``FID IID`` (the second column is used). Blank lines and lines
-    starting with ``#`` are ignored.
+    PLINK's ``FID IID`` (further columns, as in a ``.fam``, are ignored).
+    When every line has two columns or more, a PLINK input (``.fam``, or a
+    ``.psam`` with FIDs) matches each (FID, IID) pair, as PLINK does; other
+    inputs, and a file mixing one-column lines in, match the IIDs (the last
+    of the first two columns). Blank lines, lines starting with ``#`` and a
+    UTF-8 byte order mark are ignored; Windows line ends are read as ends.
 
     Returns
     -------
-    list of str
-        IDs in file order, duplicates removed.
+    KeepList
+        The IIDs in file order (a list of str), duplicates removed, with
+        ``families`` for a two-column file.
+
+    Raises
+    ------
+    InputError
+        A missing or unreadable file, or one that lists no ID.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> keep = pathlib.Path(tempfile.mkdtemp()) / "keep.txt"
+    >>> _ = keep.write_text("F1 1\\nF2 1\\nF1 1\\n")
+    >>> ids = read_keep(keep)
+    >>> ids, ids.families
+    (['1', '1'], ('F1', 'F2'))
     """
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", path=path)
-    ids: list[str] = []
-    seen = set()
-    with reading(path, "a --keep file"), open(path, encoding="utf-8") as handle:
+    rows: list[list[str]] = []
+    # utf-8-sig: Notepad and Excel start UTF-8 text with a byte order mark
+    with reading(path, "a --keep file"), open(path, encoding="utf-8-sig") as handle:
         for line in handle:
             fields = line.split()
-            if not fields or fields[0].startswith("#"):
-                continue
-            sample = fields[1] if len(fields) >= 2 else fields[0]
-            if sample not in seen:
-                seen.add(sample)
-                ids.append(sample)
-    if not ids:
+            if fields and not fields[0].startswith("#"):
+                rows.append(fields[:2])
+    if not rows:
         raise InputError("keep file lists no sample IDs", path=path)
-    return ids
+    paired = all(len(fields) == 2 for fields in rows)
+    keys = list(dict.fromkeys(tuple(fields) if paired else (fields[-1],)
+                              for fields in rows))
+    return KeepList([key[-1] for key in keys],
+                    [key[0] for key in keys] if paired else None, str(path))
+
+
+def format_keep(samples, families=None) -> str:
+    """The text of a ``--keep`` file that :func:`read_keep` reads back as these samples.
+
+    ``FID IID`` lines (tab-separated, as PLINK's) where the samples have FIDs
+    that are not all their IIDs, so that a family fileset whose families
+    number their members alike keeps the right ones; else one IID a line.
+
+    Parameters
+    ----------
+    samples : array_like of str, shape (n,)
+        IIDs.
+    families : array_like of str, shape (n,), optional
+        Their FIDs (``Genotypes.families``).
+
+    Examples
+    --------
+    >>> format_keep(["a", "b"], ["a", "b"])
+    'a\\nb\\n'
+    >>> format_keep(["1", "1"], ["F1", "F2"])
+    'F1\\t1\\nF2\\t1\\n'
+    """
+    iids = np.asarray(samples, dtype=str)
+    if families is None or np.array_equal(np.asarray(families, dtype=str), iids):
+        return "".join(f"{iid}\n" for iid in iids)
+    fids = np.asarray(families, dtype=str)
+    return "".join(f"{fid}\t{iid}\n" for fid, iid in zip(fids, iids, strict=True))
 
 
 def _samples(keep):
-    """``keep`` as a list of sample IDs: a ``--keep`` file read, a list copied, None."""
+    """``keep`` as IDs: a ``--keep`` file read, a KeepList as it is, a list copied."""
     if keep is None:
         return None
-    return read_keep(keep) if isinstance(keep, (str, os.PathLike)) else list(keep)
+    if isinstance(keep, (str, os.PathLike)):
+        return read_keep(keep)
+    return keep if isinstance(keep, KeepList) else list(keep)
 
 
 def read_genotypes(
@@ -160,8 +239,11 @@ def read_genotypes(
         A PLINK 2 ``.pgen`` (or its prefix) is read by
         :func:`admixspec.io.pgen.read_pgen` (counted allele: REF).
     keep : str, os.PathLike or sequence of str, optional
-        Samples to keep: a ``--keep`` file (see :func:`read_keep`) or a list
-        of IDs. Rows keep the input order.
+        Samples to keep: a ``--keep`` file (see :func:`read_keep`: a PLINK
+        input matches a two-column file's (FID, IID) pairs), a
+        :class:`KeepList` or a list of IDs. Rows keep the input order;
+        ``filter_log`` then has a ``"keep"`` entry, after the reader's
+        entries, counting the individuals left out.
     region : str, optional
         ``chrom:start-end``, 1-based inclusive (VCF/BCF: needs a tabix/CSI
         index).
@@ -197,22 +279,23 @@ def read_genotypes(
     >>> read_genotypes(prefix + ".bed", maf=0.01).dosage.shape[0]
     10
     """
+    return _read_genotypes(
+        path, _samples(keep), region=region, maf=maf, geno=geno, mind=mind,
+        drop_monomorphic=drop_monomorphic, indep_pairwise=indep_pairwise, check=check,
+        num_threads=num_threads)
+
+
+def _read_genotypes(path, samples, *, opened=None, region=None, maf=0.0, geno=1.0,
+                    mind=1.0, drop_monomorphic=True, indep_pairwise=None, check=True,
+                    num_threads=None) -> Genotypes:
+    """:func:`read_genotypes` of ``samples`` (IDs, or a :class:`KeepList`).
+
+    ``opened``: the PLINK fileset that :func:`_selection` opened for the same
+    ``samples`` and ``region``, so that its tables are not read again.
+    """
     if indep_pairwise is not None:
         indep_pairwise = parse_indep_pairwise(indep_pairwise)  # fail before reading
-    samples = _samples(keep)
-    kind = detect_format(path)
-    with reading(path, FORMAT_NAMES[kind]):
-        if kind == "plink":
-            genotypes = read_plink(
-                plink_prefix(path), samples=samples, region=region,
-                num_threads=num_threads
-            )
-        elif kind == "pgen":
-            genotypes = read_pgen(pgen_prefix(path), samples=samples, region=region)
-        elif kind == "vcz":
-            genotypes = read_vcz(path, samples=samples, region=region)
-        else:
-            genotypes = read_vcf(path, samples=samples, region=region)
+    genotypes = _read(path, samples, region, num_threads, opened)
     genotypes = apply_filters(
         genotypes, maf=maf, geno=geno, mind=mind, drop_monomorphic=drop_monomorphic,
         indep_pairwise=indep_pairwise,
@@ -220,6 +303,51 @@ def read_genotypes(
     if check:
         check_usable(genotypes)
     return genotypes
+
+
+def _read(path, samples, region, num_threads, opened=None) -> Genotypes:
+    """The genotypes that ``samples`` and ``region`` select, with a ``"keep"`` entry."""
+    kind = detect_format(path)
+    with reading(path, FORMAT_NAMES[kind]):
+        if kind == "plink":  # the reader writes its own "keep" entry
+            return read_plink(
+                plink_prefix(path) if opened is None else opened, samples=samples,
+                region=region, num_threads=num_threads
+            )
+        ids, n_input, paired = _keep_ids(path, kind, samples)
+        if kind == "pgen":
+            genotypes = read_pgen(pgen_prefix(path), samples=ids, region=region)
+        elif kind == "vcz":
+            genotypes = read_vcz(path, samples=ids, region=region)
+        else:
+            genotypes = read_vcf(path, samples=ids, region=region)
+    if samples is not None:  # after the reader's own entries, before the filters'
+        genotypes.filter_log.append(keep_entry(
+            samples, n_input, genotypes.n_individuals, paired=paired))
+    return genotypes
+
+
+def _keep_ids(path, kind: str, samples):
+    """The IIDs that a .pgen, VCF or Zarr reader takes for ``samples``.
+
+    Those readers match IIDs; a two-column ``--keep`` file's (FID, IID)
+    pairs are checked first against a ``.psam`` that has FIDs.
+
+    Returns
+    -------
+    ids : list of str or None
+    n_input : int
+        The input's samples (0 without ``samples``).
+    paired : bool
+        Whether (FID, IID) pairs were checked.
+    """
+    if samples is None:
+        return None, 0, False
+    iids, fids = input_samples(path)
+    paired = getattr(samples, "families", None) is not None and fids is not None
+    if paired:
+        keep_rows(fids, iids, samples, str(pgen_prefix(path)) + ".psam", kind=".psam")
+    return list(samples), len(iids), paired
 
 
 def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0.0,
@@ -237,7 +365,8 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
     memory_bytes : float
         Workspace budget.
     samples : sequence of str, optional
-        IIDs (sample IDs) to keep (``--keep``).
+        IIDs (sample IDs) to keep (``--keep``), or a :class:`KeepList`
+        (matched as by :func:`read_genotypes`).
     region, maf, geno, mind, drop_monomorphic
         As in :func:`admixspec.read_genotypes`.
 
@@ -245,10 +374,37 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
     -------
     StreamedGenotypes
     """
-    opener = {"plink": open_streamed_bed, "vcz": open_streamed_vcz}[detect_format(path)]
-    return opener(path, memory_bytes=memory_bytes, samples=samples, region=region,
-                  filters={"maf": maf, "geno": geno, "mind": mind,
-                           "drop_monomorphic": drop_monomorphic})
+    return _open_streamed(path, None, memory_bytes=memory_bytes, samples=samples,
+                          region=region, filters={"maf": maf, "geno": geno, "mind": mind,
+                                                  "drop_monomorphic": drop_monomorphic})
+
+
+#: The filters of :func:`admixspec.core.filters.apply_filters` that a streamed
+#: source runs, whose log entries follow the reader's own.
+_FILTERS = ("mind", "geno", "monomorphic", "maf")
+
+
+def _open_streamed(path, opened, *, memory_bytes, samples, region, filters):
+    """:func:`open_streamed`, of the fileset ``opened`` (:func:`_selection`) if given."""
+    kind = detect_format(path)
+    if kind == "plink":
+        genotypes = open_streamed_bed(path if opened is None else opened,
+                                      memory_bytes=memory_bytes, samples=samples,
+                                      region=region, filters=filters)
+    else:
+        genotypes = open_streamed_vcz(path, memory_bytes=memory_bytes, samples=samples,
+                                      region=region, filters=filters)
+    if samples is not None:  # those --keep selected: kept, or removed by --mind
+        selected = genotypes.n_individuals + sum(
+            entry["removed"] for entry in genotypes.filter_log
+            if entry["unit"] == "individuals")
+        log = genotypes.filter_log  # after the reader's entries, as read_genotypes'
+        at = next((i for i, entry in enumerate(log) if entry["filter"] in _FILTERS),
+                  len(log))
+        log.insert(at, keep_entry(
+            samples, genotypes.chunks.n_samples, selected,
+            paired=kind == "plink" and getattr(samples, "families", None) is not None))
+    return genotypes
 
 
 def input_shape(path, *, samples=None, region: str | None = None
@@ -263,17 +419,26 @@ def input_shape(path, *, samples=None, region: str | None = None
     the store's positions and alleles) are read for that, before the
     genotypes. No genotype is read; it only feeds the decision to stream.
     """
+    return _selection(path, samples, region)[0]
+
+
+def _selection(path, samples, region) -> tuple[tuple[int, int] | None, Fileset | None]:
+    """:func:`input_shape`, and the PLINK fileset it opened (with ``region``), else None.
+
+    :func:`_read_genotypes` and :func:`_open_streamed` take that fileset, so
+    the ``.fam`` and ``.bim`` are read once.
+    """
     kind = detect_format(path)
     if kind not in ("plink", "vcz"):
-        return None
+        return None, None
     with reading(path, FORMAT_NAMES[kind]):
         if kind == "vcz":
-            return store_shape(path, samples=samples, region=region)
+            return store_shape(path, samples=samples, region=region), None
         if region is None:
             n_samples, n_variants = fileset_shape(path)
-            return (n_samples if samples is None else len(samples)), n_variants
+            return ((n_samples if samples is None else len(samples)), n_variants), None
         fileset = open_fileset(path, samples, region)
-        return len(fileset.rows), len(fileset.columns)
+        return (len(fileset.rows), len(fileset.columns)), fileset
 
 
 def input_samples(path) -> tuple[np.ndarray, np.ndarray | None]:
@@ -399,24 +564,25 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
     Genotypes or admixspec.io.streamed.StreamedGenotypes
     """
     start = time.perf_counter()
-    filters = {"region": region, "maf": maf, "geno": geno, "mind": mind}
+    thresholds = {"maf": maf, "geno": geno, "mind": mind}
     in_memory = {"drop_monomorphic": drop_monomorphic, "num_threads": num_threads,
-                 **filters}
+                 "region": region, **thresholds}
     samples = _samples(keep)
-    shape = input_shape(path, samples=samples, region=region) if stream else None
+    shape, opened = _selection(path, samples, region) if stream else (None, None)
     if shape is None:
         if stream and memory_mib is not None:
             logger.info("--memory: only a PLINK .bed or VCF Zarr store is streamed; "
                         "reading %s into memory", path)
-        genotypes = read_genotypes(path, keep=samples, indep_pairwise=indep_pairwise,
-                                   check=check, **in_memory)
+        genotypes = _read_genotypes(path, samples, indep_pairwise=indep_pairwise,
+                                    check=check, **in_memory)
         _log_read(genotypes, path, time.perf_counter() - start)
         return genotypes
     budget, budget_text = memory_budget(memory_mib)
     n_individuals, n_snps = shape  # what --keep and --region select, before filters
     if n_individuals * n_snps <= budget / 2:
-        genotypes = read_genotypes(path, keep=samples, indep_pairwise=indep_pairwise,
-                                   check=check, **in_memory)
+        genotypes = _read_genotypes(path, samples, opened=opened,
+                                    indep_pairwise=indep_pairwise, check=check,
+                                    **in_memory)
         _log_read(genotypes, path, time.perf_counter() - start)
         return genotypes
     wanted = list(in_memory_for) + (["--indep-pairwise"] if indep_pairwise else [])
@@ -424,7 +590,9 @@ def open_genotypes(path, *, memory_mib: float | None = None, stream: bool = True
         raise UsageError(f"{', '.join(wanted)} need(s) the genotypes in memory, but "
                          f"{n_individuals} x {n_snps} exceed half of {budget_text}; "
                          "raise --memory")
-    genotypes = open_streamed(path, memory_bytes=budget, samples=samples, **filters)
+    genotypes = _open_streamed(path, opened, memory_bytes=budget, samples=samples,
+                               region=region,
+                               filters={**thresholds, "drop_monomorphic": True})
     if check:
         check_usable(genotypes)
     chunks = genotypes.chunks

@@ -12,7 +12,8 @@ works on data that are not the reference's SNPs in the reference's order:
 
 1. by chromosome and position (``chr1`` and ``1`` are one chromosome, and
    PLINK's codes 23, 24, 25 and 26 are X, Y, X's pseudo-autosomal ``XY`` and
-   ``MT``), then, for the SNPs left, by ID (``.`` is no ID);
+   ``MT``), then, for the SNPs left, by ID (``.`` is no ID); a SNP at
+   position 0, PLINK's code for an unknown position, is matched by ID only;
 2. a pair is kept when its alleles agree: the same counted allele (P as it
    is), the counted and other allele swapped (P flipped to ``1 - P``), or
    either of these on the other strand (``A/G`` against ``T/C``);
@@ -220,7 +221,7 @@ def _present(table: pd.DataFrame, other: pd.DataFrame) -> np.ndarray:
     """
     keys = ["chrom", "pos"]
     at_position = pd.MultiIndex.from_frame(table[keys]).isin(
-        pd.MultiIndex.from_frame(other[keys]))
+        pd.MultiIndex.from_frame(other.loc[other["pos"] > 0, keys]))
     ids = other.loc[other["id"] != ".", "id"]
     return at_position | ((table["id"] != ".") & table["id"].isin(ids)).to_numpy()
 
@@ -288,6 +289,8 @@ def match_snps(reference: pd.DataFrame, target: pd.DataFrame, *,
         left, right = ref[~used_ref], tgt[~used_tgt]
         if how == "by_id":
             left, right = left[left["id"] != "."], right[right["id"] != "."]
+        else:  # position 0 is PLINK's "unknown": such SNPs pair by ID alone
+            left, right = left[left["pos"] > 0], right[right["pos"] > 0]
         pairs = _pairs(left, right, on)
         mismatch[pairs.loc[~pairs["agree"], "row_r"].to_numpy()] = True
         pairs = pairs[pairs["agree"]]
