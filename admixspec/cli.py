@@ -791,11 +791,15 @@ def _add_memory_argument(group) -> None:
 
 def _read_for_run(args: argparse.Namespace):
     """``run``'s genotypes: in memory, or on disk if ``--memory`` says they won't fit."""
+    from .backends.distributed.cluster import check_workers_read
+
     flags = {"--cv": args.cv, "--bootstrap": args.bootstrap, "--project": args.project,
              "--supervised": args.supervised}
-    return read_genotypes_from_args(
+    genotypes = read_genotypes_from_args(
         args, stream=True, drop_monomorphic=False,
         in_memory_for=[flag for flag, value in flags.items() if value is not None])
+    check_workers_read(genotypes)  # --scheduler: workers that will read a .bed, now
+    return genotypes
 
 
 def _check_calls(genotypes, *, fits_p: bool) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ...core.chunks import BLOCK_SIZE, add_sums, chunk_bounds, count_observed
-from ...core.exceptions import AdmixspecError, import_optional
+from ...core.exceptions import AdmixspecError, InputError, import_optional
 from ...core.threads import thread_limit
 
 __all__ = ["DaskChunks", "DistributedError", "Traffic"]
@@ -79,6 +79,60 @@ def _read_bed_chunk(bed_path, n_samples, n_variants, rows, columns):
         return read_bed_columns(bed_path, n_samples, n_variants, rows, columns, 1)
 
 
+def _bed_problem(bed_path, n_samples, n_variants):
+    """Why this worker cannot read the ``.bed`` as the client checked it, or None.
+
+    The client's own check (:func:`admixspec.io.plink.check_bed`: there,
+    readable, the header and size the ``.fam`` and ``.bim`` imply), run on
+    the worker (by :func:`check_workers_read_bed`).
+    """
+    from ...io.plink import check_bed
+
+    try:
+        check_bed(bed_path, n_samples, n_variants)
+    except InputError as error:
+        return error.message
+    except OSError as error:
+        return f"{type(error).__name__}: {error.strerror or error}"
+    return None
+
+
+def check_workers_read_bed(client, bed_path, n_samples: int, n_variants: int) -> None:
+    """Fail now, not at the first pass, if a worker cannot read the ``.bed``.
+
+    Chunks of a streamed ``.bed`` are read by the workers themselves
+    (:meth:`DaskChunks.from_bed`), which must see the file at the client's
+    path; a run finds out otherwise only when its first engine on the file
+    is built, after the reference fit. Each worker now runs the client's
+    check of the file.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    bed_path : str or path-like
+        The ``.bed`` (made absolute here, as the workers are given it).
+    n_samples, n_variants : int
+        Lines of its ``.fam`` and ``.bim``.
+
+    Raises
+    ------
+    InputError
+        Naming the file, a worker that cannot read it, how many others
+        cannot, and why.
+    """
+    bed = str(Path(bed_path).absolute())
+    found = client.run(_bed_problem, bed, int(n_samples), int(n_variants))
+    problems = {worker: problem for worker, problem in sorted(found.items())
+                if problem is not None}
+    if problems:
+        worker, problem = next(iter(problems.items()))
+        more = (f" (and {len(problems) - 1} more of the {len(found)} workers)"
+                if len(problems) > 1 else "")
+        raise InputError(f"the Dask worker {worker}{more} cannot read it: {problem}; "
+                         "the workers read a streamed .bed themselves and must see "
+                         "it at this path", path=bed)
+
+
 def workers_now(client) -> dict:
     """The cluster's workers, ``{address: info}``, fetched from the scheduler now.
 
@@ -141,6 +195,12 @@ class Traffic:
         Chunks placed again after their worker was lost.
     sources : int
         :class:`DaskChunks` placed (one per ML engine).
+    scheduler : str or None
+        The cluster's scheduler address (None before a source is placed).
+    workers : int
+        Most workers the cluster had when a source was placed.
+    chunks : int
+        Most chunks of SNPs a source was placed in.
     """
 
     passes: int = 0
@@ -148,6 +208,20 @@ class Traffic:
     bytes_received: int = 0
     replaced: int = 0
     sources: int = 0
+    scheduler: str | None = None
+    workers: int = 0
+    chunks: int = 0
+
+    def record(self) -> dict:
+        """The fields as a JSON-ready dict, for a run's record of where it ran.
+
+        Examples
+        --------
+        >>> Traffic(2, 10, 5, scheduler="tls://10.0.0.1:8786", workers=4,
+        ...         chunks=8).record()["workers"]
+        4
+        """
+        return dataclasses.asdict(self)
 
     def describe(self) -> str:
         """One line: passes and MB moved per pass.

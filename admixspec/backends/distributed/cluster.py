@@ -18,6 +18,7 @@ import functools
 import ipaddress
 import json
 import logging
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -29,17 +30,22 @@ from .chunks import (
     DaskChunks,
     DistributedError,
     Traffic,
+    check_workers_read_bed,
     import_distributed,
     workers_now,
 )
 
-__all__ = ["InsecureSchedulerWarning", "connect", "device_with_scheduler", "is_loopback",
-           "parse_scheduler", "scheduler", "tls_security", "use_client"]
+__all__ = ["InsecureSchedulerWarning", "check_workers_read", "connect",
+           "device_with_scheduler", "is_loopback", "parse_scheduler", "scheduler",
+           "tls_security", "use_client"]
 
 logger = logging.getLogger("admixspec")
 
 #: Seconds to wait for a scheduler to answer before giving up.
 CONNECT_TIMEOUT = 30
+#: Seconds to wait, on connecting, for a cluster's first worker (one starting
+#: beside the run may not have joined yet).
+FIRST_WORKER_WAIT = 60
 #: Reads of a scheduler file that does not hold an address yet, and seconds between.
 FILE_TRIES, FILE_WAIT = 10, 0.05
 #: Address schemes whose connections Dask encrypts and authenticates.
@@ -95,7 +101,8 @@ def use_client(client, *, chunk_snps=None, threads=1):
 
     traffic = Traffic()
     token = placement.set(functools.partial(_place, client, chunk_snps=chunk_snps,
-                                            threads=threads, traffic=traffic))
+                                            threads=threads, traffic=traffic,
+                                            noted=set()))
     try:
         with default_device("cpu"):  # the workers run the CPU engine's kernels
             yield traffic
@@ -105,24 +112,89 @@ def use_client(client, *, chunk_snps=None, threads=1):
             logger.info("Dask: %s", traffic.describe())
 
 
-def _place(client, genotypes, **options):
+def _place(client, genotypes, *, noted, **options):
     """``genotypes`` as :class:`DaskChunks` on ``client``'s workers.
 
     An int8 matrix is sent to them; a ``.bed`` source streamed from disk
     (:class:`admixspec.io.bed_chunks.BedChunks`) is read by them from its
     file; another streamed source (a ``.vcz`` store) is read here chunk by
     chunk and sent; sources already on the cluster are used as they are.
+    ``noted``: the lines :func:`_note_placement` logged so far.
     """
     from ...io.bed_chunks import BedChunks
     from ...io.streamed import StreamedChunks
 
     if isinstance(genotypes, np.ndarray):
-        return DaskChunks.scatter(client, genotypes, **options)
-    if isinstance(genotypes, BedChunks):
-        return DaskChunks.from_bed_chunks(client, genotypes, **options)
-    if isinstance(genotypes, StreamedChunks):
-        return DaskChunks.from_chunks(client, genotypes, **options)
-    return genotypes
+        chunks = DaskChunks.scatter(client, genotypes, **options)
+    elif isinstance(genotypes, BedChunks):
+        chunks = DaskChunks.from_bed_chunks(client, genotypes, **options)
+    elif isinstance(genotypes, StreamedChunks):
+        chunks = DaskChunks.from_chunks(client, genotypes, **options)
+    else:
+        return genotypes
+    _note_placement(client, chunks, noted)
+    return chunks
+
+
+def _note_placement(client, chunks, noted: set) -> None:
+    """Log where a source's passes run (after "likelihood engine: CPU"); record it.
+
+    The engine's own line names the CPU, whose kernels the workers run; this
+    line names the cluster, and :attr:`DaskChunks.traffic` keeps it for the
+    run's record (:meth:`Traffic.record`). A line already in ``noted`` (the
+    bootstrap's replicates, say) goes to DEBUG.
+    """
+    traffic = chunks.traffic
+    workers = len(workers_now(client))
+    traffic.scheduler = client.scheduler.address
+    traffic.workers = max(traffic.workers, workers)
+    traffic.chunks = max(traffic.chunks, len(chunks.bounds))
+    widest = max((stop - start for start, stop in chunks.bounds), default=0)
+    line = (f"likelihood passes on the Dask cluster at {traffic.scheduler} "
+            f"({_workers_words(workers)}): {chunks.n_individuals} x {chunks.n_snps} "
+            f"genotypes in {len(chunks.bounds)} chunks of up to {widest} SNPs")
+    logger.log(logging.DEBUG if line in noted else logging.INFO, "%s", line)
+    noted.add(line)
+
+
+def _workers_words(n: int) -> str:
+    """``"1 worker"``, ``"2 workers"``.
+
+    Examples
+    --------
+    >>> _workers_words(1), _workers_words(2)
+    ('1 worker', '2 workers')
+    """
+    return f"{n} worker" + ("" if n == 1 else "s")
+
+
+def check_workers_read(genotypes) -> None:
+    """Under :func:`use_client`: fail now if the workers cannot read a streamed ``.bed``.
+
+    Genotypes streamed from a ``.bed`` (``run --memory``) are read by the
+    workers from the file (:meth:`DaskChunks.from_bed`), at the client's
+    path; a worker that cannot read it there would otherwise stop the run
+    only at its first engine on the file, after the reference fit. Anything
+    else, or outside :func:`use_client`, is not checked.
+
+    Parameters
+    ----------
+    genotypes : Genotypes, admixspec.io.streamed.StreamedGenotypes or GenotypeChunks
+
+    Raises
+    ------
+    InputError
+        The ``.bed``, a worker that cannot read it and why
+        (:func:`~admixspec.backends.distributed.chunks.check_workers_read_bed`).
+    """
+    from ...core.chunks import placement
+    from ...io.bed_chunks import BedChunks
+
+    place = placement.get()
+    source = getattr(genotypes, "chunks", genotypes)
+    if getattr(place, "func", None) is _place and isinstance(source, BedChunks):
+        check_workers_read_bed(place.args[0], source.path, source.n_samples,
+                               source.n_variants)
 
 
 def device_with_scheduler(spec: str | None, device: str) -> str:
@@ -273,7 +345,8 @@ def connect(spec: str, *, threads: int | None = None, security=None):
     MissingDependencyError
         ``local:N`` without the ``cryptography`` package (its certificate).
     DistributedError
-        The scheduler did not answer, or refused this client.
+        The scheduler did not answer, refused this client, or had no worker
+        for :data:`FIRST_WORKER_WAIT` seconds.
 
     Warns
     -----
@@ -283,29 +356,105 @@ def connect(spec: str, *, threads: int | None = None, security=None):
     kind, value = parse_scheduler(spec)
     distributed = import_distributed()
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_quiet_interrupted_gathers())
         if kind == "local":
             if security is not None:
                 raise UsageError(f"--scheduler {spec} makes its own temporary TLS "
                                  "certificate; --tls-* are for a tls:// scheduler")
             import_optional("cryptography", extra="distributed",
                             needed_for=f"--scheduler {spec} (TLS between its processes)")
-            # the scheduler's HTTP server (health, metrics) on 127.0.0.1, a free
-            # port (8787 may be taken), and no dashboard: ":0" served one,
-            # unauthenticated and unencrypted, on every interface (0.0.0.0)
-            cluster = stack.enter_context(distributed.LocalCluster(
-                n_workers=value, threads_per_worker=threads or 1, processes=True,
-                dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
-                silence_logs=logging.CRITICAL,
-                security=distributed.Security.temporary()))
-            client = stack.enter_context(distributed.Client(cluster))
+            client = _local_client(stack, distributed, value, threads or 1)
         else:
             address = value if kind == "address" else _file_address(value)
             _check_address(spec, address)
             security = _transport_security(spec, address, security, distributed)
             client = stack.enter_context(_client(distributed, kind, value, security))
-        logger.info("Dask: likelihood passes on %s (%d workers)", spec,
-                    len(workers_now(client)))
+        logger.info("Dask: likelihood passes on %s (%s)", spec,
+                    _workers_words(_first_workers(client, spec)))
         yield client
+
+
+def _local_client(stack, distributed, n_workers: int, threads: int):
+    """A client of a local TLS cluster of ``n_workers`` processes, closed by ``stack``.
+
+    A start interrupted (Ctrl-C) leaves Dask a half-started cluster, whose
+    close at exit fails on its starting workers with a traceback; it is
+    left to the exit of its worker processes (daemons) instead.
+    """
+    from distributed.deploy.spec import SpecCluster
+
+    # the workers' scratch space (spilled data, locks) in a folder of this
+    # run, removed after the cluster stops: Dask's default left
+    # dask-scratch-space/ behind in the system's temporary folder
+    scratch = stack.enter_context(tempfile.TemporaryDirectory(
+        prefix="admixspec-dask-", ignore_cleanup_errors=True))
+    before = set(SpecCluster._instances)
+    try:
+        # the scheduler's HTTP server (health, metrics) on 127.0.0.1, a free
+        # port (8787 may be taken), and no dashboard: ":0" served one,
+        # unauthenticated and unencrypted, on every interface (0.0.0.0)
+        cluster = distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=threads, processes=True,
+            dashboard_address="127.0.0.1:0",
+            scheduler_kwargs={"dashboard": False, "local_directory": scratch},
+            silence_logs=logging.CRITICAL, local_directory=scratch,
+            security=distributed.Security.temporary())
+    except BaseException:
+        for started in set(SpecCluster._instances) - before:
+            started.shutdown_on_close = False  # Dask's close at exit would fail
+        raise
+    stack.enter_context(cluster)
+    return stack.enter_context(distributed.Client(cluster))
+
+
+def _first_workers(client, spec: str) -> int:
+    """The cluster's workers, after waiting up to :data:`FIRST_WORKER_WAIT` s for one.
+
+    A cluster without any would otherwise fail the run at its first
+    likelihood pass, after the reading, the filters and the spectral stage.
+
+    Raises
+    ------
+    DistributedError
+        No worker joined in time.
+    """
+    deadline = time.monotonic() + FIRST_WORKER_WAIT
+    if not (workers := workers_now(client)):
+        logger.info("Dask: %s has no workers yet; waiting up to %g s for one", spec,
+                    FIRST_WORKER_WAIT)
+    while not workers and time.monotonic() < deadline:
+        time.sleep(0.25)
+        workers = workers_now(client)
+    if not workers:
+        raise DistributedError(f"--scheduler {spec}: the Dask cluster has no workers "
+                               f"(waited {FIRST_WORKER_WAIT:g} s for one to join)")
+    return len(workers)
+
+
+class _InterruptedGather(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for Dask's ``AllExit``.
+
+    A pass interrupted by Ctrl-C leaves the client's gather waiting on its
+    futures; closing the client cancels them, and every waiter but the first
+    ends with ``distributed.client.AllExit``, which asyncio prints as a
+    traceback each (Dask's internal signal, not an error of the run).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from distributed.client import AllExit
+
+        return not (record.exc_info and isinstance(record.exc_info[1], AllExit))
+
+
+@contextlib.contextmanager
+def _quiet_interrupted_gathers():
+    """:class:`_InterruptedGather` on the ``asyncio`` logger for the block."""
+    quiet, asyncio_logger = _InterruptedGather(), logging.getLogger("asyncio")
+    asyncio_logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        asyncio_logger.removeFilter(quiet)
 
 
 def _file_address(path: str, *, tries: int = FILE_TRIES) -> str:
@@ -340,7 +489,8 @@ def _file_address(path: str, *, tries: int = FILE_TRIES) -> str:
 def _check_address(spec: str, address: str) -> None:
     """Refuse an address Dask cannot connect to: ``bogus://``, ``tcp://`` (no port).
 
-    Dask's client would stop on a bare ``ValueError`` from deep inside it.
+    Dask's client would stop on a bare ``ValueError`` from deep inside it
+    (a malformed ``inproc://``), or try a port above 65535 until it times out.
     """
     from distributed.comm.addressing import parse_address, parse_host_port
     from distributed.comm.registry import get_backend
@@ -348,12 +498,36 @@ def _check_address(spec: str, address: str) -> None:
     try:
         scheme, location = parse_address(address)  # no scheme: Dask's tcp
         get_backend(scheme)
-        if scheme != "inproc":
-            parse_host_port(location)
+        if scheme == "inproc":  # a scheduler of this process only (its pid)
+            _check_inproc(location)
+        elif not 0 < parse_host_port(location)[1] < 65536:
+            raise ValueError(f"port out of range 1-65535 in address {address!r}")
     except ValueError as error:
         raise UsageError(f"--scheduler {spec}: not a Dask scheduler address "
                          f"({error}); give tls://host:port (or tcp://host:port)"
                          ) from None
+
+
+def _check_inproc(location: str) -> None:
+    """Refuse an ``inproc://`` address that is not of a scheduler in this process.
+
+    Dask's client splits it bare (a traceback for another form) and checks
+    the host and process ID only as it connects.
+
+    Raises
+    ------
+    ValueError
+    """
+    from distributed.comm.inproc import global_manager
+
+    if location.count("/") != 2:
+        raise ValueError(f"an inproc address is inproc://host/pid/name, not "
+                         f"inproc://{location}")
+    try:
+        global_manager.validate_address(location)
+    except ValueError:
+        raise ValueError("an inproc:// scheduler is reachable only from the process "
+                         "that runs it, which this is not") from None
 
 
 def is_loopback(address: str) -> bool:
@@ -415,3 +589,7 @@ def _client(distributed, kind: str, value: str, security=None):
     except (OSError, TimeoutError) as error:
         raise DistributedError(
             f"could not connect to the Dask scheduler {value}: {error}") from None
+    except (TypeError, ImportError) as error:  # a transport not usable here (ucx://)
+        raise DistributedError(
+            f"could not connect to the Dask scheduler {value}: its transport is not "
+            f"usable here ({type(error).__name__}: {error})") from None
