@@ -24,9 +24,17 @@ import-linter, see pyproject.toml):
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING
 
 from ._version import __version__
+
+# A library's loggers get no handler but NullHandler (the logging HOWTO,
+# "Configuring Logging for a Library"): without one, an application that has
+# not configured logging gets the library's warnings as bare stderr lines
+# (logging.lastResort). The command line adds its own handler
+# (admixspec.cli.main); an application's logging configuration shows them.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 #: Public name -> the module that defines it.
 _PUBLIC = {

@@ -59,14 +59,31 @@ logger = logging.getLogger("admixspec")
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line: ``<prog>: error: <message>``."""
 
+    #: Whether positionals may follow options: ``run x.bed -j4 3`` (ADMIXTURE
+    #: reads K wherever it is), refused as "unrecognized arguments: 3" by
+    #: argparse's plain parse, which takes every positional at the first one.
+    intermixed = False
+    _intermixing = False
+
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        # argparse's intermixed parse calls this method again, for its passes
+        if not self.intermixed or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 # argparse types: the library's own argument rules (core.validation), as parsers
 _positive_int = Interval(int, 1).parse
 _non_negative_int = Interval(int, 0).parse
-_positive_float = Interval(float, 0, closed="neither").parse
+# finite: "inf" parses as a float, and -C inf stopped the fit after one iteration
+_positive_float = Interval(float, 0, closed="neither", finite=True).parse
 # CV folds, bootstrap replicates, a reference: one of them says nothing
 _at_least_2 = Interval(int, 2).parse
 
@@ -431,7 +448,7 @@ def _add_run_parser(subparsers) -> None:
         "K_after_input", nargs="*", type=_k_after_input, metavar="K",
         help="ADMIXTURE's place for K: 'admixspec run data.bed 3' is 'admixspec run "
         "data.bed -K 3'",
-    )
+    ).required = False  # or -K: 'run -K 3' asks for the input alone
     _add_model_arguments(parser)
     method = parser.add_argument_group("estimator")
     method.add_argument(
@@ -482,6 +499,7 @@ def _add_run_parser(subparsers) -> None:
         "prefix + '.pop'; one line per individual, '-' for unknown)",
     )
     _add_projection_arguments(extra)
+    parser.intermixed = True  # K after options: 'run x.bed -B4 3'
     parser.set_defaults(runner=run_fit, usage_error=parser.error)
 
 
@@ -690,6 +708,16 @@ def _check_run_flags(args: argparse.Namespace) -> None:
         raise UsageError("--supervised cannot be combined with --project: a "
                          "projection keeps the reference's P and never uses the "
                          "labels; give one")
+    fixed = ("projection" if args.project
+             else "supervised" if args.supervised is not None else None)
+    # fit_admixture refuses these too (in its words), but after the input is read
+    if fixed and args.runs > 1:
+        raise UsageError(f"runs > 1 (--runs) are for unsupervised fits: a {fixed} "
+                         "fit does not depend on its start")
+    if fixed and args.reference_size is not None:
+        raise UsageError("a reference (--reference-size) cannot be combined with "
+                         "projection or supervised fits (--project, --supervised), "
+                         "which fit everyone")
     if not args.project:
         for flag, given in (("--plain-projection", args.projection_correction is False),
                             ("--keep-ambiguous", args.keep_ambiguous)):
@@ -934,6 +962,27 @@ def _print_lines(lines) -> bool:
     return True
 
 
+def _remove_earlier_outputs(prefix, K: int, written) -> None:
+    """Remove the optional files of K that an earlier run of this prefix left.
+
+    An earlier ``--runs`` (more modes), ``-B`` or ``--reference-size`` run's
+    ``PREFIX.K.mode<M>.Q``, ``.modes.tsv``, ``.Q_se``, ``.Q_bias`` or ``.ref``
+    (:func:`admixspec.io.results.earlier_outputs`) described a Q that this
+    run has just replaced. Removed after the new files are in place, so an
+    interrupted run keeps the earlier run's set whole.
+    """
+    from .io.results import earlier_outputs
+
+    for path in earlier_outputs(prefix, K, written):
+        try:
+            path.unlink()
+        except OSError as error:
+            logger.warning("%s: left by an earlier run, not removed (%s)", path,
+                           error.strerror or error)
+        else:
+            logger.info("K=%d: removed %s, left by an earlier run", K, path.name)
+
+
 def _fit_and_write(args: argparse.Namespace) -> int:
     """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
     from .core.filters import check_K
@@ -997,6 +1046,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
         write_all_or_none(files)
         logger.info("K=%d: wrote %s (%.1f s)", K,
                     ", ".join(sorted(path.name for path in files)), seconds)
+        _remove_earlier_outputs(prefix, K, files)
         stdout_open = stdout_open and _print_lines(_admixture_results(result.log_lines))
     if len(cv_errors) > 1:
         best = min(cv_errors, key=cv_errors.get)
@@ -1137,6 +1187,7 @@ def _add_plot_parser(subparsers) -> None:
         "(PREFIX.K.modes.tsv), named with its share of the runs; * marks the best "
         "run's mode",
     )
+    parser.intermixed = True  # inputs after options: 'plot r.2.Q -o f.png r.3.Q'
     parser.set_defaults(runner=run_plot)
 
 
@@ -1325,11 +1376,14 @@ def _warnings_as_log_lines():
     """
     original = warnings.formatwarning
     warnings.formatwarning = _warning_line
+    # a caller's own logging.captureWarnings(True) stays on after main()
+    captured = warnings.showwarning is getattr(logging, "_showwarning", None)
     logging.captureWarnings(True)
     try:
         yield
     finally:
-        logging.captureWarnings(False)
+        if not captured:
+            logging.captureWarnings(False)
         warnings.formatwarning = original
 
 
@@ -1393,7 +1447,8 @@ def _admixture_order(argv: list[str]) -> list[str]:
     to the end (before ``--``), where it takes its default: ``--cv``, ``-B``
     or ``--bootstrap`` followed by something that is not a count, and
     ``--supervised`` followed by the first word that names genotypes (the
-    input, not a population file).
+    input, not a population file) or, after the input, by a number that
+    names no file (K: ``run data.bed --supervised 3``).
     """
     if not argv or argv[0] != "run":
         return argv
@@ -1405,7 +1460,10 @@ def _admixture_order(argv: list[str]) -> list[str]:
     def bare(i):
         if words[i] in _OPTIONAL_COUNTS:
             return not _is_integer(words[i + 1])
-        return words[i] == "--supervised" and i + 1 == first_input
+        return words[i] == "--supervised" and (
+            i + 1 == first_input
+            or (first_input is not None and first_input < i
+                and _is_integer(words[i + 1]) and not os.path.exists(words[i + 1])))
 
     moved = [i for i in range(len(words) - 1) if bare(i)]
     return ([word for i, word in enumerate(words) if i not in moved]

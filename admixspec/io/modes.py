@@ -233,7 +233,8 @@ def _stale_because(prefix, K: int, table) -> str | None:
 
     ``admixspec run`` writes the table, ``PREFIX.K.Q`` and ``PREFIX.K.json``
     (its modes under ``"modes"``) in one set; a later run of that K without
-    ``--runs`` rewrites Q and JSON and leaves the table of the earlier run.
+    ``--runs`` rewrites Q and JSON, then removes the earlier run's table, which
+    stays where that run was interrupted first (or was an older version).
     None where the table is the run's, or there is no record to tell
     (:func:`write_modes` from Python writes no JSON).
     """

@@ -3,7 +3,9 @@
 * :func:`read_population_labels` — one population label per individual, from
   an ADMIXTURE ``.pop`` file (one label per line, in Q row order), a PLINK
   ``.fam`` (its family column) or a CSV/TSV table of sample ID → population.
-* :func:`find_runs` — the ``PREFIX.K.Q`` files of one run over a K range.
+* :func:`find_runs` — the ``PREFIX.K.Q`` files of one run over a K range;
+  :func:`earlier_outputs` — one K's optional files that an earlier run of
+  the prefix left (``run`` removes them once its own are written).
 * :func:`read_run_log` — log-likelihood and CV error from an ADMIXTURE-style
   ``PREFIX.K.log`` (or ADMIXTURE's own stdout log).
 * :func:`check_q_rows` — that a Q file's rows are proportions, summing to 1
@@ -475,6 +477,56 @@ def find_runs(prefix) -> list[tuple[int, Path]]:
         if match and match.group("prefix") == prefix.name:
             found.append((int(match.group("K")), candidate))
     return sorted(found)
+
+
+#: What ``admixspec run`` writes for one K only with some flags: ``--runs``
+#: (the table; each minor mode's ``PREFIX.K.mode<M>.Q`` too), ``-B`` and
+#: ``--reference-size``.
+OPTIONAL_OUTPUTS = ("modes.tsv", "Q_se", "Q_bias", "ref")
+
+
+def earlier_outputs(prefix, K: int, written) -> list[Path]:
+    """One K's optional outputs left by an earlier run, which ``written`` lacks.
+
+    A run rewrites ``PREFIX.K.Q``, ``.P``, ``.log`` and ``.json``; an earlier
+    run's ``PREFIX.K.modes.tsv``, ``PREFIX.K.mode<M>.Q`` (``--runs`` that
+    found more modes), ``PREFIX.K.Q_se``, ``PREFIX.K.Q_bias`` or
+    ``PREFIX.K.ref`` would stay beside them, describing a Q that is gone.
+    Only files of exactly these names (``M`` a number 1, 2, ...) are listed.
+
+    Parameters
+    ----------
+    prefix : str or os.PathLike
+        The run's ``--out`` prefix.
+    K : int
+    written : iterable of str or os.PathLike
+        The files this run wrote for this K (in the prefix's folder).
+
+    Returns
+    -------
+    list of pathlib.Path
+        Existing files, the fixed names first, then the mode files by ``M``.
+
+    Examples
+    --------
+    >>> earlier_outputs("/nonexistent/prefix", 3, [])
+    []
+    """
+    prefix = Path(prefix)
+    folder = prefix.parent if str(prefix.parent) else Path(".")
+    name = f"{prefix.name}.{int(K)}."
+    mode_q = re.compile(re.escape(name) + r"mode([1-9][0-9]*)\.Q")
+    modes = []
+    if folder.is_dir():
+        for candidate in folder.glob(glob.escape(name) + "mode*.Q"):
+            match = mode_q.fullmatch(candidate.name)
+            if match:
+                modes.append((int(match.group(1)), folder / candidate.name))
+    current = {Path(path).name for path in written}
+    candidates = [folder / f"{name}{kind}" for kind in OPTIONAL_OUTPUTS]
+    candidates += [path for _, path in sorted(modes)]
+    return [path for path in candidates
+            if path.name not in current and (path.is_file() or path.is_symlink())]
 
 
 def select_runs(prefix, Ks=None) -> list[tuple[int, Path]]:

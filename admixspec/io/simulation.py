@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -34,9 +37,9 @@ def write_labels(path, samples, populations) -> None:
 
 
 def write_simulation(sim, prefix, *, vcf: bool = True, plink: bool = True) -> list[Path]:
-    """Write a :class:`~admixspec.simulate.SimulatedData` under ``prefix``.
+    """Write a :class:`~admixspec.simulate.SimulatedData` under ``prefix``, as one set.
 
-    Files (each written atomically):
+    Files:
 
     * ``prefix.vcf.gz`` + ``prefix.vcf.gz.tbi`` (REF = counted allele; the
       index needs the ``tabix`` program),
@@ -46,6 +49,10 @@ def write_simulation(sim, prefix, *, vcf: bool = True, plink: bool = True) -> li
       [1e-5, 1 - 1e-5]),
     * ``prefix.labels.tsv`` (``sample_id``, ``population``),
     * ``prefix.params.json`` (simulator parameters, shapes, file names).
+
+    All are written to a hidden folder beside them, then renamed into place:
+    an error or interrupt part-way leaves none of the new files (and never a
+    mix of this data set's files and those of an earlier one of that prefix).
 
     Parameters
     ----------
@@ -61,31 +68,70 @@ def write_simulation(sim, prefix, *, vcf: bool = True, plink: bool = True) -> li
         Every file written.
     """
     prefix = Path(prefix)
-    if str(prefix.parent):
-        prefix.parent.mkdir(parents=True, exist_ok=True)
+    folder = prefix.parent if str(prefix.parent) else Path(".")
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{prefix.name}.", suffix=".tmp",
+                                        dir=folder))
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(folder)) from error
+    try:
+        staged = _write_files(sim, staging / prefix.name, vcf=vcf, plink=plink)
+        written = _move_all(staged, folder)
+    except OSError as error:  # name the file it was for, not the staging folder
+        if error.filename is None or Path(error.filename).parent != staging:
+            raise
+        raise OSError(error.errno, error.strerror,
+                      str(folder / Path(error.filename).name)) from error
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    index = folder / f"{prefix.name}.vcf.gz.tbi"
+    if vcf and index.name not in {path.name for path in written}:
+        index.unlink(missing_ok=True)  # no tabix: an earlier VCF's index is wrong
+    return written
+
+
+def _write_files(sim, prefix: Path, *, vcf: bool, plink: bool) -> list[Path]:
+    """Write every file of :func:`write_simulation` under ``prefix``; their paths."""
     written: list[Path] = []
     if vcf:
         written += write_vcf(f"{prefix}.vcf.gz", sim.genotypes)
     if plink:
         written += write_plink(prefix, sim.genotypes)
-    K = sim.Q.shape[1]
     q_path, p_path = Path(f"{prefix}.truth.Q"), Path(f"{prefix}.truth.P")
     write_q(q_path, sim.Q)
     write_p(p_path, sim.P)
     labels = Path(f"{prefix}.labels.tsv")
     write_labels(labels, sim.genotypes.samples, sim.populations)
-    written += [q_path, p_path, labels]
     params = Path(f"{prefix}.params.json")
-    written.append(params)
+    written += [q_path, p_path, labels, params]
     write_json(
         params,
         {
             "parameters": sim.parameters,
             "n_individuals": sim.genotypes.n_individuals,
             "n_snps": sim.genotypes.n_snps,
-            "K": K,
+            "K": sim.Q.shape[1],
             "counted_allele": "VCF REF = .bim column 6 (A2); truth P is its frequency",
             "files": [p.name for p in written],
         },
     )
     return written
+
+
+def _move_all(staged: list[Path], folder: Path) -> list[Path]:
+    """Rename the staged files into ``folder``; on failure, remove those moved."""
+    moved: list[Path] = []
+    try:
+        for path in staged:
+            target = folder / path.name
+            try:
+                os.replace(path, target)
+            except OSError as error:
+                raise OSError(error.errno, error.strerror, str(target)) from error
+            moved.append(target)
+    except BaseException:
+        for target in moved:
+            target.unlink(missing_ok=True)
+        raise
+    return moved
