@@ -54,7 +54,7 @@ class TestArguments:
         ("unadmixed_fraction", 2, r"unadmixed_fraction must be in \[0, 1\], got 2"),
         ("missing_rate", 2, r"missing_rate must be in \[0, 1\), got 2"),
         ("min_ancestral_frequency", 0.5, "min_ancestral_frequency must be in"),
-        ("seed", -1, "seed must be non-negative, got -1"),
+        ("seed", -1, "seed must be a non-negative integer, got -1"),
     ])
     def test_balding_nichols__usage_error_naming_the_argument(self, argument, value,
                                                                message):

@@ -119,8 +119,8 @@ class TestConstraints:
     @pytest.mark.parametrize(("argument", "value", "message"), [
         ("windows", (0.1, 0.05), "windows must be a non-empty, strictly increasing"),
         ("windows", (), "windows must be a non-empty, strictly increasing"),
-        ("seed", -1, "seed must be non-negative, got -1"),
-        ("seed", 1.5, "seed must be non-negative, got 1.5"),
+        ("seed", -1, "seed must be a non-negative integer, got -1"),
+        ("seed", 1.5, "seed must be a non-negative integer, got 1.5"),
         ("n_starts", 1, "n_starts must be an integer >= 2, got 1"),
     ])
     def test_public_fit__usage_error_for_a_bad_setting(self, argument, value, message):

@@ -131,7 +131,9 @@ class Interval(Constraint):
     def describe(self) -> str:
         word = "an integer" if self.kind is int else "a number"
         if self.high is None and self.low == 0:
-            return "positive" if self.closed in ("neither", "right") else "non-negative"
+            sign = "positive" if self.closed in ("neither", "right") else "non-negative"
+            # "seed must be non-negative, got 1.5" hid why 1.5 was refused
+            return f"a {sign} integer" if self.kind is int else sign
         if self.high is None:
             relation = ">=" if self.closed in ("both", "left") else ">"
             return f"{word} {relation} {self.low:g}"
