@@ -36,6 +36,7 @@ __all__ = [
     "empty_region_error",
     "format_json",
     "is_snp_allele",
+    "keep_rows",
     "parse_region",
     "region_mask",
     "sample_rows",
@@ -200,7 +201,8 @@ def check_unique_iids(iids, fids, path, *, comments: bool = True) -> None:
     PLINK names a sample by FID and IID, and family files often number their
     members 1, 2, ... in every family, so an IID repeated under another FID is
     another sample; :func:`sample_rows` refuses it only where ``--keep``
-    names it (admixspec's ``--keep`` matches IIDs alone).
+    names it by IID alone (a two-column ``--keep`` file's (FID, IID) pairs
+    are matched as pairs, :func:`keep_rows`).
 
     Parameters
     ----------
@@ -280,6 +282,61 @@ def sample_rows(ids, samples, path, kind: str | None = ".fam") -> np.ndarray:
             + _pasted_id_hint(ids, unknown[0]), path=path,
         )
     return rows
+
+
+def keep_rows(fids, iids, samples, path, kind: str = ".fam") -> np.ndarray:
+    """Rows of the ``--keep`` samples in a ``.fam``/``.psam``, in file order.
+
+    Parameters
+    ----------
+    fids, iids : array_like of str, shape (n_samples,)
+        The file's FIDs (None when it has none) and IIDs.
+    samples : sequence of str or None
+        The IIDs to keep (None keeps every row). When it has a ``families``
+        attribute that is not None (a two-column ``--keep`` file, see
+        :func:`admixspec.io.reader.read_keep`) and the file has FIDs, each
+        (FID, IID) pair is matched, as PLINK's ``--keep`` does (two families
+        may number their members alike); else the IIDs alone
+        (:func:`sample_rows`).
+    path : str or os.PathLike
+        The file, for the message.
+    kind : str
+        ``".fam"`` or ``".psam"``, for the message.
+
+    Returns
+    -------
+    numpy.ndarray, int64, increasing
+
+    Raises
+    ------
+    InputError
+        A requested sample that is not in the file (the first is named, with
+        the FID its IID has there, if it has one).
+
+    Examples
+    --------
+    >>> class Pairs(list):
+    ...     families = ["F2", "F1"]
+    >>> keep_rows(["F1", "F2", "F2"], ["1", "1", "2"], Pairs(["2", "1"]), "x.fam")
+    array([0, 2])
+    """
+    families = getattr(samples, "families", None)
+    if families is None or fids is None:
+        return sample_rows(np.asarray(iids, dtype=str), samples, path, kind=kind)
+    file_fids, file_iids = pd.Series(fids, dtype=str), pd.Series(iids, dtype=str)
+    keys = file_fids + "\t" + file_iids
+    wanted = pd.Series(list(families), dtype=str) + "\t" + pd.Series(list(samples),
+                                                                      dtype=str)
+    unknown = np.flatnonzero(~wanted.isin(keys).to_numpy())
+    if len(unknown):
+        fid, iid = families[unknown[0]], samples[unknown[0]]
+        elsewhere = file_fids[file_iids == iid]
+        hint = ("" if elsewhere.empty else f"; IID {iid!r} is there with FID "
+                f"{elsewhere.iloc[0]!r}, and a two-column --keep file is matched on "
+                "FID and IID, as PLINK's")
+        raise InputError(f"{len(unknown)} requested sample(s) not in the {kind} file "
+                         f"(first: FID {fid!r} IID {iid!r}{hint})", path=path)
+    return np.flatnonzero(keys.isin(wanted).to_numpy())
 
 
 def _pasted_id_hint(ids: np.ndarray, sample: str) -> str:

@@ -36,8 +36,8 @@ from .common import (
     check_unique_iids,
     empty_region_error,
     is_snp_allele,
+    keep_rows,
     region_mask,
-    sample_rows,
 )
 from .errors import check_complete_rows, one_line
 
@@ -232,7 +232,10 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
     path : str or os.PathLike
         The ``.pgen`` (or ``.pvar``/``.psam``) path, or the fileset prefix.
     samples : sequence of str, optional
-        IIDs to keep, all of which must exist; rows keep the file order.
+        IIDs to keep, all of which must exist; rows keep the file order. With
+        a ``families`` attribute (a two-column ``--keep`` file,
+        :func:`admixspec.io.reader.read_keep`) and a ``.psam`` with FIDs,
+        (FID, IID) pairs are matched (:func:`~admixspec.io.common.keep_rows`).
     region : str, optional
         ``chrom:start-end`` (1-based, inclusive) selecting ``.pvar`` rows.
 
@@ -263,9 +266,9 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
         positions = pvar["POS"].astype(np.int64).to_numpy()
     except ValueError:
         raise InputError("non-integer POS", path=str(prefix) + ".pvar") from None
-    rows = sample_rows(
-        psam["IID"].to_numpy(dtype=str), samples, str(prefix) + ".psam", kind=".psam"
-    )
+    rows = keep_rows(psam["FID"].to_numpy(dtype=str) if "FID" in psam else None,
+                     psam["IID"].to_numpy(dtype=str), samples, str(prefix) + ".psam",
+                     kind=".psam")
     in_region = region_mask(pvar["CHROM"].to_numpy(dtype=str), positions, region)
     if region is not None and not in_region.any():
         raise empty_region_error(region, pd.unique(pvar["CHROM"]), str(prefix) + ".pvar")

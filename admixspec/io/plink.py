@@ -22,12 +22,12 @@ from .common import (
     check_unique_iids,
     empty_region_error,
     is_snp_allele,
+    keep_rows,
     region_mask,
-    sample_rows,
 )
 from .errors import check_complete_rows, data_line
 
-__all__ = ["keep_entry", "keep_rows", "plink_prefix", "read_plink", "write_plink"]
+__all__ = ["keep_entry", "plink_prefix", "read_plink", "write_plink"]
 
 _BED_MAGIC = b"\x6c\x1b"
 _SNP_MAJOR = 1
@@ -270,61 +270,6 @@ def read_bed_columns(bed_path, n_samples, n_variants, rows, columns,
     return dosage
 
 
-def keep_rows(fids, iids, samples, path, kind: str = ".fam") -> np.ndarray:
-    """Rows of the ``--keep`` samples in a ``.fam``/``.psam``, in file order.
-
-    Parameters
-    ----------
-    fids, iids : array_like of str, shape (n_samples,)
-        The file's FIDs (None when it has none) and IIDs.
-    samples : sequence of str or None
-        The IIDs to keep (None keeps every row). When it has a ``families``
-        attribute that is not None (a two-column ``--keep`` file, see
-        :func:`admixspec.io.reader.read_keep`) and the file has FIDs, each
-        (FID, IID) pair is matched, as PLINK's ``--keep`` does (two families
-        may number their members alike); else the IIDs alone
-        (:func:`~admixspec.io.common.sample_rows`).
-    path : str or os.PathLike
-        The file, for the message.
-    kind : str
-        ``".fam"`` or ``".psam"``, for the message.
-
-    Returns
-    -------
-    numpy.ndarray, int64, increasing
-
-    Raises
-    ------
-    InputError
-        A requested sample that is not in the file (the first is named, with
-        the FID its IID has there, if it has one).
-
-    Examples
-    --------
-    >>> class Pairs(list):
-    ...     families = ["F2", "F1"]
-    >>> keep_rows(["F1", "F2", "F2"], ["1", "1", "2"], Pairs(["2", "1"]), "x.fam")
-    array([0, 2])
-    """
-    families = getattr(samples, "families", None)
-    if families is None or fids is None:
-        return sample_rows(np.asarray(iids, dtype=str), samples, path, kind=kind)
-    file_fids, file_iids = pd.Series(fids, dtype=str), pd.Series(iids, dtype=str)
-    keys = file_fids + "\t" + file_iids
-    wanted = pd.Series(list(families), dtype=str) + "\t" + pd.Series(list(samples),
-                                                                      dtype=str)
-    unknown = np.flatnonzero(~wanted.isin(keys).to_numpy())
-    if len(unknown):
-        fid, iid = families[unknown[0]], samples[unknown[0]]
-        elsewhere = file_fids[file_iids == iid]
-        hint = ("" if elsewhere.empty else f"; IID {iid!r} is there with FID "
-                f"{elsewhere.iloc[0]!r}, and a two-column --keep file is matched on "
-                "FID and IID, as PLINK's")
-        raise InputError(f"{len(unknown)} requested sample(s) not in the {kind} file "
-                         f"(first: FID {fid!r} IID {iid!r}{hint})", path=path)
-    return np.flatnonzero(keys.isin(wanted).to_numpy())
-
-
 def keep_entry(samples, n_input: int, n_selected: int, *, paired: bool) -> dict:
     """The ``filter_log`` entry of ``--keep``: the individuals it left out.
 
@@ -370,7 +315,8 @@ def open_fileset(path, samples=None, region: str | None = None) -> Fileset:
 
     The ``.bed`` is checked (magic bytes, size) but no genotype is read.
     ``rows`` are the kept individuals (``samples``, file order, matched by
-    :func:`keep_rows`), ``columns`` the single-character SNPs in ``region``;
+    :func:`~admixspec.io.common.keep_rows`), ``columns`` the single-character
+    SNPs in ``region``;
     ``in_region`` counts the variants in the region, ``not_snp`` the indels
     and symbolic alleles among them. A ``path`` that is a :class:`Fileset`
     already opened is returned as it is (its ``samples`` and ``region``
@@ -422,8 +368,8 @@ def read_plink(
         IIDs (``.fam`` column 2) to keep, all of which must exist; rows keep
         the file order. With a ``families`` attribute (the FIDs of a
         two-column ``--keep`` file, :func:`admixspec.io.reader.read_keep`),
-        (FID, IID) pairs are matched (:func:`keep_rows`); ``filter_log``
-        then has a ``"keep"`` entry counting the others.
+        (FID, IID) pairs are matched (:func:`~admixspec.io.common.keep_rows`);
+        ``filter_log`` then has a ``"keep"`` entry counting the others.
     region : str, optional
         ``chrom:start-end`` (1-based, inclusive) selecting ``.bim`` rows.
     num_threads : int, optional

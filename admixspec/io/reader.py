@@ -25,7 +25,6 @@ from .pgen import pgen_prefix, read_pgen, read_psam
 from .plink import (
     Fileset,
     keep_entry,
-    keep_rows,
     open_fileset,
     plink_prefix,
     read_fam,
@@ -328,26 +327,26 @@ def _read(path, samples, region, num_threads, opened=None) -> Genotypes:
 
 
 def _keep_ids(path, kind: str, samples):
-    """The IIDs that a .pgen, VCF or Zarr reader takes for ``samples``.
+    """The IDs that a .pgen, VCF or Zarr reader takes for ``samples``.
 
-    Those readers match IIDs; a two-column ``--keep`` file's (FID, IID)
-    pairs are checked first against a ``.psam`` that has FIDs.
+    A ``.pgen`` whose ``.psam`` has FIDs takes a two-column ``--keep``
+    file's (FID, IID) pairs (:func:`~admixspec.io.pgen.read_pgen`); the
+    others match IIDs.
 
     Returns
     -------
-    ids : list of str or None
+    ids : KeepList, list of str or None
     n_input : int
         The input's samples (0 without ``samples``).
     paired : bool
-        Whether (FID, IID) pairs were checked.
+        Whether (FID, IID) pairs are matched.
     """
     if samples is None:
         return None, 0, False
     iids, fids = input_samples(path)
-    paired = getattr(samples, "families", None) is not None and fids is not None
-    if paired:
-        keep_rows(fids, iids, samples, str(pgen_prefix(path)) + ".psam", kind=".psam")
-    return list(samples), len(iids), paired
+    paired = (kind == "pgen" and fids is not None
+              and getattr(samples, "families", None) is not None)
+    return (samples if paired else list(samples)), len(iids), paired
 
 
 def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0.0,
