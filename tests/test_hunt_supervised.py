@@ -152,7 +152,8 @@ class TestSimulateArguments:
                             "-m", "5", "--length", "1e5", flag, "inf"], capsys)
         assert code == 2
         assert len(err.splitlines()) == 1
-        assert re.match(r"admixspec: error: \w+ must be finite, got inf$", err)
+        assert re.match(rf"admixspec simulate: error: argument {flag}: must be finite, "
+                        r"got inf \(see 'admixspec simulate --help'\)$", err)
         assert not list(tmp_path.iterdir())
 
 
