@@ -719,11 +719,40 @@ def _check_run_flags(args: argparse.Namespace) -> None:
                          "projection or supervised fits (--project, --supervised), "
                          "which fit everyone")
     if not args.project:
-        for flag, given in (("--plain-projection", args.projection_correction is False),
+        # --reference-size projects too (onto its reference's P, corrected by default)
+        plain = args.projection_correction is False and args.reference_size is None
+        for flag, given in (("--plain-projection", plain),
                             ("--keep-ambiguous", args.keep_ambiguous)):
             if given:
                 raise UsageError(f"{flag} is an option of --project, which was not "
                                  "given")
+    if args.project:
+        _check_reference_kept(args)
+
+
+def _check_reference_kept(args: argparse.Namespace) -> None:
+    """Refuse a ``--project`` run whose outputs would replace the reference run's.
+
+    With the reference's prefix (``run ref.bed -K 3 --project ref.3.P``, whose
+    default prefix is the input's name) the projection wrote its own
+    ``ref.3.P`` (the matched SNPs only), ``.P.snps``, ``.Q`` and ``.json``
+    over the reference run's, which later projections then took as a
+    projection's (uncorrected).
+
+    Raises
+    ------
+    UsageError
+        Naming the file and asking for another ``--out``.
+    """
+    from .io import output_path
+
+    prefix = args.out or _default_prefix(args.input)
+    for K in _flat(args.K):
+        if output_path(prefix, K, "P").resolve() == Path(args.project).resolve():
+            raise UsageError(
+                f"--project {args.project} is this run's output {prefix}.{K}.P: the "
+                "projection would overwrite the reference run's P, Q and JSON; give "
+                "another --out")
 
 
 def _check_prefix(prefix: str | None) -> None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.exceptions import InputError
 from ..core.parameters import P_MAX, P_MIN, Q_MIN, clip_proportions, simplex_projection
 
 __all__ = ["corrected_loglikelihood", "debiased_project", "effective_sizes",
@@ -66,6 +67,12 @@ def p_covariance(G_ref, Q_ref: np.ndarray, P: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray, float64, shape (n_snps, K, K)
 
+    Raises
+    ------
+    InputError
+        ``Q_ref`` without rows, or with a row holding a negative or
+        non-finite number or summing to 0.
+
     Examples
     --------
     >>> G = np.array([[0, 1], [2, 1], [1, 1], [2, 0]], dtype=np.int8)
@@ -73,11 +80,7 @@ def p_covariance(G_ref, Q_ref: np.ndarray, P: np.ndarray) -> np.ndarray:
     >>> V[:, 0, 0].round(5).tolist()  # p (1 - p) / (2 N)
     [0.0293, 0.0293]
     """
-    Q = np.asarray(Q_ref, dtype=np.float64)
-    # rows summing to exactly 1: a .Q file's 6 decimals leave sums 1 +- 1e-6,
-    # which moves 1 - f by 10% where f is near 1 - 1e-5 (and not where the
-    # same SNP, flipped, has f near 1e-5)
-    Q = Q / Q.sum(axis=1, keepdims=True)
+    Q = _reference_proportions(Q_ref)
     P = np.clip(np.asarray(P, dtype=np.float64), P_MIN, P_MAX)
     n, K = Q.shape
     m = P.shape[0]
@@ -95,6 +98,30 @@ def p_covariance(G_ref, Q_ref: np.ndarray, P: np.ndarray) -> np.ndarray:
     # a component without reference individuals has no information: a tiny ridge
     ridge = 1e-9 * np.maximum(np.trace(info, axis1=1, axis2=2), 1.0)[:, None, None]
     return np.linalg.inv(info + ridge * np.eye(K))
+
+
+def _reference_proportions(Q_ref) -> np.ndarray:
+    """The reference's Q with rows summing to exactly 1, refused where it has none.
+
+    A .Q file's 6 decimals leave sums 1 +- 1e-6, which moves 1 - f by 10%
+    where f is near 1 - 1e-5 (and not where the same SNP, flipped, has f near
+    1e-5). A row of zeros (or NaN) made every V NaN, and the correction then
+    never moved Q while the log said it was corrected; no rows made V the
+    ridge's inverse, which pushed every Q to a corner.
+    """
+    Q = np.asarray(Q_ref, dtype=np.float64)
+    if len(Q) == 0:
+        raise InputError("the reference's Q has no individuals: it cannot tell how "
+                         "noisy P is")
+    sums = Q.sum(axis=1)
+    bad = ~(np.isfinite(Q) & (Q >= 0)).all(axis=1) | ~(sums > 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"the reference's Q must hold ancestry proportions (numbers "
+                         f">= 0, each row summing to more than 0): row {i + 1} is "
+                         f"{' '.join(f'{x:g}' for x in Q[i])} ({int(bad.sum())} such "
+                         f"row{'s' if bad.sum() > 1 else ''})")
+    return Q / sums[:, None]
 
 
 def p_covariance_from_sizes(P: np.ndarray, sizes) -> np.ndarray:

@@ -119,7 +119,8 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
         Fixed ancestral frequencies in [0, 1] (e.g. a reference fit's ``.P``);
         other values are refused, not clipped.
     Q0 : array_like, float, shape (n_individuals, K), optional
-        Start; default a least-squares fit projected onto the simplex.
+        Start (finite numbers, clipped at ``Q_MIN`` and rows rescaled to sum
+        to one); default a least-squares fit projected onto the simplex.
     tol : float
         Stop when an iteration gains less log-likelihood than this.
     max_iter : int
@@ -134,6 +135,12 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
     numpy.ndarray, float64, shape (n_individuals, K)
         Rows on the simplex.
 
+    Raises
+    ------
+    UsageError
+        ``P`` without one row per SNP, or ``Q0`` of another shape or holding
+        a non-finite number.
+
     Examples
     --------
     >>> from admixspec import simulate_balding_nichols
@@ -147,11 +154,15 @@ def project(dosage, P, *, Q0=None, tol: float = 1e-4, max_iter: int = 1000,
     P = np.clip(np.array(P, dtype=np.float64, order="C", ndmin=2), P_MIN, P_MAX)
     if P.shape[0] != n:
         raise UsageError(f"P has {P.shape[0]} rows but the data have {n} SNPs")
-    with thread_limit(threads):
-        Q = (least_squares_q(G, P) if Q0 is None
-             else clip_proportions(np.array(Q0, dtype=np.float64)))
-        if Q.shape != (m, P.shape[1]):
+    if Q0 is not None:
+        Q0 = np.array(Q0, dtype=np.float64)
+        if Q0.shape != (m, P.shape[1]):
             raise UsageError(f"Q0 must have shape {(m, P.shape[1])}")
+        if not np.isfinite(Q0).all():  # a NaN start ran max_iter and returned NaN
+            i, j = np.argwhere(~np.isfinite(Q0))[0]
+            raise UsageError(f"Q0 must hold finite numbers: Q0[{i}, {j}] = {Q0[i, j]:g}")
+    with thread_limit(threads):
+        Q = least_squares_q(G, P) if Q0 is None else clip_proportions(Q0)
         engine = make_engine(G, P.shape[1])  # the engine a back end set, else the CPU's
         fit = accelerated_em(engine, Q, P, tol=tol, max_iter=max_iter, update_p=False,
                              callback=callback)
