@@ -687,8 +687,9 @@ def run_fit(args: argparse.Namespace) -> int:
     # -j for the whole run: the filters' counts and the K hint run outside
     # fit_admixture, which holds its own limit
     with thread_limit(args.threads), scheduler(args.scheduler, threads=args.threads,
-                                               security=security), compile_notice():
-        return _fit_and_write(args)
+                                               security=security) as traffic, \
+            compile_notice():
+        return _fit_and_write(args, traffic=traffic)
 
 
 def _check_run_flags(args: argparse.Namespace) -> None:
@@ -915,17 +916,19 @@ def _p_rows_line(genotypes, p_file: Path, projection=None) -> str:
 
 
 def _k_outputs(prefix, K, result, genotypes, projection, provenance, start, *,
-               samples_selected=False):
+               samples_selected=False, dask=None):
     """The files of one K of ``run`` (path -> text), and its seconds since ``start``.
 
     ``samples_selected``: ``--keep`` or ``--mind`` chose the individuals, whose
     IDs the JSON then lists (plot and report label Q's rows by them).
+    ``dask``: where the fit's passes ran with ``--scheduler``
+    (:func:`admixspec.io.provenance.dask_record`), logged and recorded.
     """
     from .io import output_path
     from .io.admixture import format_matrix, format_q
     from .io.common import format_json
     from .io.modes import modes_outputs
-    from .io.provenance import run_header, run_record
+    from .io.provenance import dask_line, run_header, run_record
     from .io.snps import format_snps, snps_path
 
     p_file = output_path(prefix, K, "P")
@@ -955,6 +958,8 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start, *,
             genotypes.samples[result.reference],
             None if families is None else families[result.reference])
         lines.append(f"Reference individuals: {output_path(prefix, K, 'ref')}")
+    if dask is not None:
+        lines.append(dask_line(dask))
     seconds = time.perf_counter() - start
     lines.append(f"Elapsed: {seconds:.3f} sec")
     files[output_path(prefix, K, "log")] = "".join(f"{line}\n" for line in lines)
@@ -963,6 +968,8 @@ def _k_outputs(prefix, K, result, genotypes, projection, provenance, start, *,
     record["p_snps"] = snps_path(p_file).name
     if projection is not None and projection.match is not None:
         record["projection_snps"] = projection.match.counts
+    if dask is not None:
+        record["dask"] = dask
     files[output_path(prefix, K, "json")] = format_json(record)
     return files, seconds
 
@@ -1012,8 +1019,13 @@ def _remove_earlier_outputs(prefix, K: int, written) -> None:
             logger.info("K=%d: removed %s, left by an earlier run", K, path.name)
 
 
-def _fit_and_write(args: argparse.Namespace) -> int:
-    """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files."""
+def _fit_and_write(args: argparse.Namespace, *, traffic=None) -> int:
+    """``run``'s fits (one :func:`admixspec.fit_admixture` per K) and their files.
+
+    ``traffic``: the ``--scheduler`` cluster's
+    :class:`~admixspec.backends.distributed.Traffic` (None without one), whose
+    increase over each K's fit that K's log and JSON record.
+    """
     from .core.filters import check_K
     from .fit.admixture import fit_admixture
     from .fit.reference import (
@@ -1022,6 +1034,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
         reference_hint,
     )
     from .io.common import write_all_or_none
+    from .io.provenance import dask_record
 
     Ks = sorted(set(_flat(args.K)))
     genotypes = _read_for_run(args)
@@ -1058,6 +1071,7 @@ def _fit_and_write(args: argparse.Namespace) -> int:
     for K in Ks:
         start = time.perf_counter()
         logger.info("K=%d: fitting", K)
+        before = None if traffic is None else traffic.record()
         result = fit_admixture(
             genotypes, K, reference_size=args.reference_size, init=args.init,
             seed=args.seed, refine=args.refine, tol=args.tol, max_iter=args.max_iter,
@@ -1067,7 +1081,8 @@ def _fit_and_write(args: argparse.Namespace) -> int:
         )
         files, seconds = _k_outputs(
             prefix, K, result, genotypes, projection, provenance, start,
-            samples_selected=args.keep is not None or args.mind < 1.0)
+            samples_selected=args.keep is not None or args.mind < 1.0,
+            dask=dask_record(traffic, before))
         if result.cv is not None:
             cv_errors[K] = result.cv.error
         # One K's outputs appear together or not at all (a full disk part-way

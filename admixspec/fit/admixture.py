@@ -41,6 +41,7 @@ import logging
 import numpy as np
 
 from ..backends import default_device
+from ..backends.distributed.cluster import check_workers_read
 from ..core.exceptions import UsageError
 from ..core.filters import check_K
 from ..core.genotypes import allele_counts
@@ -54,6 +55,7 @@ from ..core.validation import (
     Options,
     validate_params,
 )
+from ..io.streamed import warn_workspace_floor
 from ..spectral.estimate import DEFAULT_WINDOWS
 from .choice import premise_absent
 from .default import rare_allele_share
@@ -374,8 +376,11 @@ def fit_admixture(
         (``P``, ``labels``) or with one it does not use, or cross-validation,
         bootstrap, projection or supervised fits of genotypes streamed from disk.
     InputError
-        Genotypes that are not 0, 1, 2 or -1, too few individuals for K, or
-        fewer than 2 polymorphic SNPs (except for projection).
+        Genotypes that are not 0, 1, 2 or -1, too few individuals for K,
+        fewer than 2 polymorphic SNPs (except for projection), or a ``.bed``
+        streamed from disk that the workers of a Dask client
+        (:func:`admixspec.backends.distributed.use_client`) cannot read,
+        raised before any fit.
 
     Examples
     --------
@@ -424,6 +429,11 @@ def fit_admixture(
 
     if streamed:
         _check_streamed(options)
+        # under a Dask client, workers that cannot read a streamed .bed fail
+        # the fit now, not after its reference fit
+        check_workers_read(genotypes)
+        warn_workspace_floor(genotypes, K, reference_size=reference_size,
+                             spectral=method == "spectral")
     # every pass below on ``threads`` threads, the spectral stage's included
     with thread_limit(threads), default_device(device):
         mask, counts, fitted, fitted_counts = _fitted_snps(genotypes, method, streamed)

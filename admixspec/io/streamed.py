@@ -27,7 +27,8 @@ from ..core.filters import check_thresholds, select_individuals, select_snps, sn
 from ..core.genotypes import snp_statistics
 from .errors import reading
 
-__all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "filter_streamed"]
+__all__ = ["StreamedChunks", "StreamedGenotypes", "chunk_snps_for", "filter_streamed",
+           "warn_workspace_floor", "workspace_floor"]
 
 logger = logging.getLogger("admixspec")
 
@@ -44,6 +45,79 @@ def chunk_snps_for(n_individuals: int, budget_bytes: float) -> int:
     960
     """
     return max(64, int(budget_bytes // max(n_individuals, 1)) // 64 * 64)
+
+
+def workspace_floor(n_individuals: int, n_snps: int, K: int, *, reference: int,
+                    spectral: bool) -> list[tuple[float, str]]:
+    """What a streamed fit holds in memory whatever its budget: (bytes, what) pairs.
+
+    The budget sizes the chunks and the reference's SNPs, but not below 64
+    SNPs (:func:`chunk_snps_for`,
+    :func:`admixspec.fit.reference.reference_sample`), and not the arrays
+    the fit's sizes fix: the spectral stage's individuals x individuals
+    moments of the reference, and P. Each is counted once, so the sum is a
+    lower bound (the fit holds several P, and more than one moment matrix).
+
+    Parameters
+    ----------
+    n_individuals, n_snps : int
+        The streamed genotypes' kept individuals and SNPs.
+    K : int
+    reference : int
+        Individuals of the reference fitted in memory.
+    spectral : bool
+        Whether that fit runs the spectral stage (not plain maximum likelihood).
+
+    Returns
+    -------
+    list of (float, str)
+        The largest first.
+
+    Examples
+    --------
+    >>> [round(size / 2**20, 1) for size, _ in workspace_floor(
+    ...     2000, 20000, 3, reference=2000, spectral=True)]
+    [30.5, 0.5, 0.1, 0.1]
+    """
+    parts = [(8.0 * n_snps * K, f"P, {n_snps} x {K} float64"),
+             (64.0 * n_individuals, f"a chunk of 64 SNPs x {n_individuals} individuals"),
+             (64.0 * reference, f"the reference's 64 SNPs x {reference} individuals")]
+    if spectral:
+        parts.append((8.0 * reference * reference,
+                      f"the spectral stage's {reference} x {reference} float64 "
+                      "moments of the reference individuals"))
+    return sorted(parts, key=lambda part: -part[0])
+
+
+def warn_workspace_floor(genotypes, K: int, *, reference_size: int,
+                         spectral: bool) -> None:
+    """Log a warning when a streamed fit's :func:`workspace_floor` exceeds its budget.
+
+    ``--memory`` sizes what it can (the chunks, the reference's SNPs); a
+    budget below what the fit holds whatever the budget is exceeded, which
+    the log then says, with the floor and its largest part.
+
+    Parameters
+    ----------
+    genotypes : StreamedGenotypes
+    K : int
+    reference_size : int
+        The fit's reference size (all individuals when at least the cohort).
+    spectral : bool
+        As for :func:`workspace_floor`.
+    """
+    m = genotypes.n_individuals
+    parts = workspace_floor(m, genotypes.n_snps, K, reference=min(reference_size, m),
+                            spectral=spectral)
+    floor = sum(size for size, _ in parts)
+    if floor <= genotypes.memory_bytes:
+        return
+    largest = "; ".join(f"{what}: {size / 2**20:.1f} MiB" for size, what in parts[:2])
+    logger.warning(
+        "%s: K=%d needs at least %.1f MiB in memory whatever --memory (%s), more "
+        "than the workspace budget of %.1f MiB: the run will exceed it (raise "
+        "--memory, or lower --reference-size)", genotypes.source, K, floor / 2**20,
+        largest, genotypes.memory_bytes / 2**20)
 
 
 class StreamedChunks(ABC):
@@ -145,6 +219,23 @@ class StreamedChunks(ABC):
         """``function(chunk, P[start:stop], *shared)`` for every chunk, in order."""
         return [function(self.chunk(start, stop), P[start:stop], *shared)
                 for start, stop in self.bounds]
+
+    def map_sum(self, function, P, *shared) -> tuple[list, tuple]:
+        """:func:`admixspec.core.chunks.map_sum`, the sums added as the chunks are read.
+
+        The generic version keeps every chunk's sums (Q's statistics, m x K
+        and more per chunk) until the pass ends, so a smaller ``--memory``
+        (more chunks) took more memory; here one running total is kept,
+        added in chunk order from 0 as :func:`~admixspec.core.chunks.add_sums`
+        adds, so the result has the same bits.
+        """
+        rows, total = [], None
+        for start, stop in self.bounds:
+            part, sums = function(self.chunk(start, stop), P[start:stop], *shared)
+            rows.append(part)
+            total = (tuple(0 + field for field in sums) if total is None
+                     else tuple(a + b for a, b in zip(total, sums, strict=True)))
+        return rows, () if total is None else total
 
     def chunks_with_progress(self, what: str):
         """Every chunk as ``(start, stop, chunk)``, with progress in the log.

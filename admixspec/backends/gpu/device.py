@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 
+from ...core.chunks import placement
 from ...core.exceptions import MissingDependencyError, UsageError
 from ...ml.likelihood import Engine, engine_factory
 from .numba_cuda import import_cuda
@@ -183,7 +184,9 @@ def make_engine(G, K: int, device: str = "auto"):
     Returns
     -------
     admixspec.ml.likelihood.Engine or admixspec.backends.gpu.engine.CudaEngine
-        The choice is logged at INFO on logger ``"admixspec"``. Under
+        The choice is logged at INFO on logger ``"admixspec"`` (the CPU's
+        as run by the Dask workers when a cluster places the genotypes,
+        :data:`admixspec.core.chunks.placement`). Under
         ``"auto"``, genotypes that would not fit the GPU's free memory
         (:meth:`~admixspec.backends.gpu.engine.CudaEngine.device_bytes`) go to
         the CPU.
@@ -209,7 +212,10 @@ def make_engine(G, K: int, device: str = "auto"):
             logger.info("%s: the likelihood passes run on the CPU", message)
             on_gpu = False
     if not on_gpu:
-        logger.info("likelihood engine: CPU")
+        # under a Dask cluster (backends.distributed.use_client) the engine's
+        # chunks, and so its kernels, are placed on the workers
+        logger.info("likelihood engine: %s", "CPU kernels on the Dask workers"
+                    if placement.get() is not None else "CPU")
         return Engine(G, K)
     logger.info("likelihood engine: CUDA (%s)", cuda_status()[1])
     return CudaEngine(G, K)
