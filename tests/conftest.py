@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,55 @@ def hapmap3_fixture() -> Path:
     """Folder of the ADMIXTURE tutorial's HapMap3 data and ADMIXTURE's outputs."""
     return require_realdata(HAPMAP3)
 
+
+
+@pytest.fixture(scope="module")
+def dask_fixture():
+    """An in-process Dask cluster: 2 one-thread workers, a tcp:// loopback address."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  protocol="tcp://",
+                                  dashboard_address="127.0.0.1:0") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def sim_bed_fixture(tmp_path_factory) -> Path:
+    """A 100 x 6000 .bed: 0.6 MB of int8 genotypes, streamed under --memory 1."""
+    from admixspec import simulate_balding_nichols
+    from admixspec.io import write_plink
+
+    folder = tmp_path_factory.mktemp("bed")
+    write_plink(folder / "sim",
+                simulate_balding_nichols(100, 6000, 2, fst=0.2, seed=5).genotypes)
+    return folder / "sim.bed"
+
+
+def hide_from_workers(monkeypatch, bed) -> None:
+    """The .bed as a Dask worker on another node sees it: absent (this process sees it).
+
+    The in-process workers of :func:`dask_fixture` run in threads other
+    than the main one; there every check and read of ``bed`` finds no file.
+    """
+    from admixspec.core.exceptions import InputError
+    from admixspec.io import plink
+
+    check_bed, read_bed_columns = plink.check_bed, plink.read_bed_columns
+
+    def on_worker(path):
+        return (threading.current_thread() is not threading.main_thread()
+                and os.path.abspath(path) == os.path.abspath(bed))
+
+    def hidden_check(path, *args):
+        if on_worker(path):
+            raise InputError("file not found (the .bed file of the PLINK fileset)",
+                             path=path)
+        return check_bed(path, *args)
+
+    def hidden_read(path, *args):
+        if on_worker(path):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return read_bed_columns(path, *args)
+
+    monkeypatch.setattr(plink, "check_bed", hidden_check)
+    monkeypatch.setattr(plink, "read_bed_columns", hidden_read)

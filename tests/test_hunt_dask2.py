@@ -17,8 +17,9 @@ import pytest
 
 from admixspec import simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.core.exceptions import InputError, UsageError
-from admixspec.io import write_plink
+from admixspec.core.exceptions import UsageError
+
+from .conftest import hide_from_workers
 
 distributed = pytest.importorskip("distributed")
 
@@ -26,64 +27,17 @@ from admixspec.backends.distributed import cluster as cluster_module  # noqa: E4
 from admixspec.backends.distributed import connect, use_client  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def cluster_fixture():
-    """An in-process cluster: 2 single-threaded workers, a tcp:// loopback address."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  protocol="tcp://",
-                                  dashboard_address="127.0.0.1:0") as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def bed_fixture(tmp_path_factory):
-    """A 100 x 6000 .bed: 0.6 MB of int8 genotypes, streamed under --memory 1."""
-    folder = tmp_path_factory.mktemp("bed")
-    write_plink(folder / "sim",
-                simulate_balding_nichols(100, 6000, 2, fst=0.2, seed=5).genotypes)
-    return folder / "sim.bed"
-
-
-def _hide_from_workers(monkeypatch, bed):
-    """The .bed as a worker on another node sees it: absent (this process sees it).
-
-    The in-process workers run in threads other than the main one; there every
-    check and read of ``bed`` finds no file.
-    """
-    from admixspec.io import plink
-
-    check_bed, read_bed_columns = plink.check_bed, plink.read_bed_columns
-
-    def on_worker(path):
-        return (threading.current_thread() is not threading.main_thread()
-                and os.path.abspath(path) == os.path.abspath(bed))
-
-    def hidden_check(path, *args):
-        if on_worker(path):
-            raise InputError("file not found (the .bed file of the PLINK fileset)",
-                             path=path)
-        return check_bed(path, *args)
-
-    def hidden_read(path, *args):
-        if on_worker(path):
-            raise FileNotFoundError(2, "No such file or directory", str(path))
-        return read_bed_columns(path, *args)
-
-    monkeypatch.setattr(plink, "check_bed", hidden_check)
-    monkeypatch.setattr(plink, "read_bed_columns", hidden_read)
-
-
 class TestWorkersThatCannotReadTheBed:
     def test_streamed_run__fails_before_any_fit_with_one_line_naming_the_file(
-            self, cluster_fixture, bed_fixture, tmp_path, monkeypatch, capsys):
-        _hide_from_workers(monkeypatch, bed_fixture)
-        status = main(["run", str(bed_fixture), "-K", "2", "-j", "1", "--memory", "1",
-                       "--out", str(tmp_path / "out"),
-                       "--scheduler", cluster_fixture.scheduler.address])
+            self, dask_fixture, sim_bed_fixture, tmp_path, monkeypatch, capsys):
+        hide_from_workers(monkeypatch, sim_bed_fixture)
+        status = main(["run", str(sim_bed_fixture), "-K", "2", "-j", "1",
+                       "--memory", "1", "--out", str(tmp_path / "out"),
+                       "--scheduler", dask_fixture.scheduler.address])
         err = capsys.readouterr().err
         assert status == 1
         last = err.splitlines()[-1]
-        assert last.startswith(f"admixspec: error: {bed_fixture}: the Dask worker tcp://")
+        assert last.startswith(f"admixspec: error: {sim_bed_fixture}: the Dask worker tcp://")
         assert last.endswith("cannot read it: file not found (the .bed file of the "
                              "PLINK fileset); the workers read a streamed .bed "
                              "themselves and must see it at this path")
@@ -91,25 +45,25 @@ class TestWorkersThatCannotReadTheBed:
         assert "K=2: fitting" not in err  # no reference fit ran first
         assert not list(tmp_path.iterdir())
 
-    def test_check__passes_a_bed_the_workers_read(self, cluster_fixture, bed_fixture):
+    def test_check__passes_a_bed_the_workers_read(self, dask_fixture, sim_bed_fixture):
         from admixspec.backends.distributed.chunks import check_workers_read_bed
 
-        with distributed.Client(cluster_fixture) as client:
-            assert check_workers_read_bed(client, bed_fixture, 100, 6000) is None
+        with distributed.Client(dask_fixture) as client:
+            assert check_workers_read_bed(client, sim_bed_fixture, 100, 6000) is None
 
 
 class TestWhereThePassesRan:
-    def test_log_names_the_cluster_its_workers_and_the_chunks(self, cluster_fixture,
+    def test_log_names_the_cluster_its_workers_and_the_chunks(self, dask_fixture,
                                                               caplog):
         from admixspec.ml.likelihood import make_engine
 
         G = simulate_balding_nichols(20, 300, 2, seed=1).genotypes.dosage
-        with distributed.Client(cluster_fixture) as client, \
+        with distributed.Client(dask_fixture) as client, \
                 caplog.at_level(logging.INFO, logger="admixspec"), \
                 use_client(client, chunk_snps=128) as traffic:
             make_engine(G, 2)
             make_engine(G, 2)  # a bootstrap replicate's: the same line, not again
-        address = cluster_fixture.scheduler.address
+        address = dask_fixture.scheduler.address
         line = (f"likelihood passes on the Dask cluster at {address} (2 workers): "
                 "20 x 300 genotypes in 3 chunks of up to 128 SNPs")
         assert caplog.messages.count(line) == 1
@@ -135,9 +89,9 @@ class TestSchedulerAddresses:
                 pass
 
     def test_transport_without_its_library_is_one_line_error(self, monkeypatch,
-                                                            capsys, bed_fixture):
+                                                            capsys, sim_bed_fixture):
         monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT", 1)
-        status = main(["run", str(bed_fixture), "-K", "2", "-q",
+        status = main(["run", str(sim_bed_fixture), "-K", "2", "-q",
                        "--scheduler", "ucx://127.0.0.1:9"])
         err = capsys.readouterr().err
         assert status == 1
@@ -147,12 +101,12 @@ class TestSchedulerAddresses:
 
 
 def test_cluster_without_workers__fails_at_connect_not_at_the_first_pass(
-        monkeypatch, capsys, bed_fixture, tmp_path):
+        monkeypatch, capsys, sim_bed_fixture, tmp_path):
     monkeypatch.setattr(cluster_module, "FIRST_WORKER_WAIT", 0.5)
     with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://",
                                   dashboard_address="127.0.0.1:0") as cluster:
         address = cluster.scheduler.address
-        status = main(["run", str(bed_fixture), "-K", "2", "-j", "1",
+        status = main(["run", str(sim_bed_fixture), "-K", "2", "-j", "1",
                        "--out", str(tmp_path / "out"), "--scheduler", address])
     err = capsys.readouterr().err
     assert status == 1
@@ -167,13 +121,13 @@ def _slow(x):
     return x
 
 
-def test_interrupted_pass__no_asyncio_tracebacks(cluster_fixture, caplog):
+def test_interrupted_pass__no_asyncio_tracebacks(dask_fixture, caplog):
     """Ctrl-C during a gather: the run stops with no "Task exception was never
     retrieved" traceback per waiting future."""
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         with pytest.raises(KeyboardInterrupt):
-            with connect(cluster_fixture.scheduler.address) as client:
+            with connect(dask_fixture.scheduler.address) as client:
                 futures = [client.submit(_slow, i, pure=False) for i in range(4)]
                 timer.start()
                 client.gather(futures)

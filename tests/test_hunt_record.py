@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 import tracemalloc
 
 import numpy as np
@@ -22,54 +21,18 @@ from admixspec.io import write_plink
 from admixspec.io.provenance import dask_record
 from admixspec.io.reader import open_genotypes
 
+from .conftest import hide_from_workers
+
 distributed = pytest.importorskip("distributed")
 
 from admixspec.backends.distributed import Traffic, use_client  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def cluster_fixture():
-    """An in-process cluster: 2 single-threaded workers, a tcp:// loopback address."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  protocol="tcp://",
-                                  dashboard_address="127.0.0.1:0") as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def bed_fixture(tmp_path_factory):
-    """A 100 x 6000 .bed: 0.6 MB of int8 genotypes, streamed under --memory 1."""
-    folder = tmp_path_factory.mktemp("bed")
-    write_plink(folder / "sim",
-                simulate_balding_nichols(100, 6000, 2, fst=0.2, seed=5).genotypes)
-    return folder / "sim.bed"
-
-
-def _hide_from_workers(monkeypatch, bed):
-    """The .bed as a worker on another node sees it: absent (this process sees it).
-
-    The in-process workers run in threads other than the main one; there the
-    check of ``bed`` finds no file.
-    """
-    from admixspec.io import plink
-
-    check_bed = plink.check_bed
-
-    def hidden_check(path, *args):
-        if (threading.current_thread() is not threading.main_thread()
-                and os.path.abspath(path) == os.path.abspath(bed)):
-            raise InputError("file not found (the .bed file of the PLINK fileset)",
-                             path=path)
-        return check_bed(path, *args)
-
-    monkeypatch.setattr(plink, "check_bed", hidden_check)
-
-
 class TestDaskRecord:
     def test_scheduler_run__json_and_log_name_the_cluster_and_each_ks_own_passes(
-            self, cluster_fixture, bed_fixture, tmp_path, capsys):
-        address = cluster_fixture.scheduler.address
-        assert main(["run", str(bed_fixture), "-K", "2", "3", "-j", "1", "--init",
+            self, dask_fixture, sim_bed_fixture, tmp_path, capsys):
+        address = dask_fixture.scheduler.address
+        assert main(["run", str(sim_bed_fixture), "-K", "2", "3", "-j", "1", "--init",
                      "svd", "--out", str(tmp_path / "out"), "--scheduler", address]) == 0
         err = capsys.readouterr().err.splitlines()
         records = {K: json.loads((tmp_path / f"out.{K}.json").read_text())["dask"]
@@ -87,9 +50,9 @@ class TestDaskRecord:
         assert any(line.startswith(f"admixspec: Dask: {passes} passes on the cluster")
                    for line in err)
 
-    def test_run_without_scheduler__records_nothing_of_dask(self, bed_fixture,
+    def test_run_without_scheduler__records_nothing_of_dask(self, sim_bed_fixture,
                                                           tmp_path):
-        assert main(["run", str(bed_fixture), "-K", "2", "-j", "1", "--init", "svd",
+        assert main(["run", str(sim_bed_fixture), "-K", "2", "-j", "1", "--init", "svd",
                      "-q", "--out", str(tmp_path / "out")]) == 0
         assert "dask" not in json.loads((tmp_path / "out.2.json").read_text())
         assert "Dask" not in (tmp_path / "out.2.log").read_text()
@@ -106,9 +69,9 @@ class TestDaskRecord:
 
 
 class TestInputFiles:
-    def test_run_json__records_the_input_files_and_their_sizes(self, bed_fixture,
+    def test_run_json__records_the_input_files_and_their_sizes(self, sim_bed_fixture,
                                                               tmp_path):
-        prefix = str(bed_fixture)[:-len(".bed")]
+        prefix = str(sim_bed_fixture)[:-len(".bed")]
         assert main(["run", prefix, "-K", "2", "-j", "1", "--init", "svd", "-q",
                      "--out", str(tmp_path / "out")]) == 0
         files = json.loads((tmp_path / "out.2.json").read_text())["input_files"]
@@ -119,18 +82,18 @@ class TestInputFiles:
 
 
 class TestMemoryBudgetRecord:
-    def test_streamed_run__log_and_json_record_the_memory_budget(self, bed_fixture,
+    def test_streamed_run__log_and_json_record_the_memory_budget(self, sim_bed_fixture,
                                                                  tmp_path):
         # the budget chose the reference fit's SNPs, so it is needed to reproduce
         # a run of the default --memory (half of the machine's) elsewhere
-        assert main(["run", str(bed_fixture), "-K", "2", "-j", "1", "--init", "svd",
+        assert main(["run", str(sim_bed_fixture), "-K", "2", "-j", "1", "--init", "svd",
                      "-q", "--memory", "1", "--out", str(tmp_path / "out")]) == 0
         assert json.loads((tmp_path / "out.2.json").read_text())["memory_mib"] == 1.0
         assert ("Streamed from disk under a workspace budget of 1 MiB (--memory)"
                 in (tmp_path / "out.2.log").read_text().splitlines())
 
-    def test_run_in_memory__records_no_budget(self, bed_fixture, tmp_path):
-        assert main(["run", str(bed_fixture), "-K", "2", "-j", "1", "--init", "svd",
+    def test_run_in_memory__records_no_budget(self, sim_bed_fixture, tmp_path):
+        assert main(["run", str(sim_bed_fixture), "-K", "2", "-j", "1", "--init", "svd",
                      "-q", "--memory", "64", "--out", str(tmp_path / "out")]) == 0
         assert "memory_mib" not in json.loads((tmp_path / "out.2.json").read_text())
         assert "Streamed" not in (tmp_path / "out.2.log").read_text()
@@ -138,9 +101,9 @@ class TestMemoryBudgetRecord:
 
 class TestEngineLine:
     def test_engine_under_a_cluster__log_says_the_dask_workers_run_it(
-            self, cluster_fixture, caplog):
+            self, dask_fixture, caplog):
         G = simulate_balding_nichols(20, 300, 2, seed=1).genotypes.dosage
-        with distributed.Client(cluster_fixture) as client, \
+        with distributed.Client(dask_fixture) as client, \
                 caplog.at_level(logging.INFO, logger="admixspec"), \
                 use_client(client):
             fit_admixture(G, 2, method="ml", seed=1, threads=1)
@@ -153,21 +116,21 @@ class TestEngineLine:
 
 class TestStreamedFitUnderAClient:
     def test_workers_that_cannot_read_the_bed__fail_the_fit_before_the_reference_fit(
-            self, cluster_fixture, bed_fixture, monkeypatch, caplog):
+            self, dask_fixture, sim_bed_fixture, monkeypatch, caplog):
         import admixspec.fit.admixture as admixture
 
-        genotypes = open_genotypes(bed_fixture, memory_mib=1, drop_monomorphic=False)
+        genotypes = open_genotypes(sim_bed_fixture, memory_mib=1, drop_monomorphic=False)
         assert hasattr(genotypes, "chunks")  # streamed from disk
-        _hide_from_workers(monkeypatch, bed_fixture)
+        hide_from_workers(monkeypatch, sim_bed_fixture)
 
         def reference_fit(*args, **kwargs):
             raise AssertionError("the reference fit started")
 
         monkeypatch.setattr(admixture, "fit_streamed", reference_fit)
-        with distributed.Client(cluster_fixture) as client, use_client(client), \
+        with distributed.Client(dask_fixture) as client, use_client(client), \
                 pytest.raises(InputError, match="the Dask worker tcp://") as error:
             fit_admixture(genotypes, 2, seed=1, threads=1)
-        assert str(error.value).startswith(f"{bed_fixture.absolute()}: ")
+        assert str(error.value).startswith(f"{sim_bed_fixture.absolute()}: ")
 
 
 def _stop_at_the_reference_fit(monkeypatch):
@@ -209,9 +172,9 @@ class TestWorkspaceFloor:
                                     "run will exceed it (raise --memory, or lower "
                                     "--reference-size)")
 
-    def test_streamed_fit_within_memory__logs_no_warning(self, bed_fixture,
+    def test_streamed_fit_within_memory__logs_no_warning(self, sim_bed_fixture,
                                                          monkeypatch, caplog):
-        genotypes = open_genotypes(bed_fixture, memory_mib=1, drop_monomorphic=False)
+        genotypes = open_genotypes(sim_bed_fixture, memory_mib=1, drop_monomorphic=False)
         assert hasattr(genotypes, "chunks")
         stopped = _stop_at_the_reference_fit(monkeypatch)
         with caplog.at_level(logging.INFO, logger="admixspec"), \
@@ -227,11 +190,12 @@ def _big_sums(G, P_rows):
 
 
 class TestStreamedPassSums:
-    def test_map_sum__same_bits_as_summing_every_chunks_sums(self, bed_fixture):
+    def test_map_sum__same_bits_as_summing_every_chunks_sums(self, sim_bed_fixture):
         from admixspec.core.chunks import add_sums, map_sum
         from admixspec.ml.likelihood import _chunk_em
 
-        chunks = open_genotypes(bed_fixture, memory_mib=1).chunks.subset(chunk_snps=640)
+        streamed = open_genotypes(sim_bed_fixture, memory_mib=1)
+        chunks = streamed.chunks.subset(chunk_snps=640)
         assert len(chunks.bounds) > 2
         rng = np.random.default_rng(1)
         Q = rng.dirichlet(np.ones(2), chunks.n_individuals)
@@ -243,10 +207,11 @@ class TestStreamedPassSums:
         for got, want in zip(sums, add_sums([part[1] for part in parts]), strict=True):
             assert np.array_equal(got, want)
 
-    def test_map_sum__memory_does_not_grow_with_the_chunks(self, bed_fixture):
+    def test_map_sum__memory_does_not_grow_with_the_chunks(self, sim_bed_fixture):
         from admixspec.core.chunks import map_sum
 
-        chunks = open_genotypes(bed_fixture, memory_mib=1).chunks.subset(chunk_snps=64)
+        streamed = open_genotypes(sim_bed_fixture, memory_mib=1)
+        chunks = streamed.chunks.subset(chunk_snps=64)
         assert len(chunks.bounds) > 80
         P = np.zeros((chunks.n_snps, 1))
         tracemalloc.start()
