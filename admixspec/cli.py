@@ -28,6 +28,7 @@ import contextlib
 import gc
 import json
 import logging
+import math
 import os
 import re
 import shlex
@@ -850,12 +851,15 @@ def _add_memory_argument(group) -> None:
 def _read_for_run(args: argparse.Namespace):
     """``run``'s genotypes: in memory, or on disk if ``--memory`` says they won't fit."""
     from .backends.distributed.cluster import check_workers_read
+    from .core.filters import check_usable
 
     flags = {"--cv": args.cv, "--bootstrap": args.bootstrap, "--project": args.project,
              "--supervised": args.supervised}
     genotypes = read_genotypes_from_args(
-        args, stream=True, drop_monomorphic=False,
+        args, stream=True, drop_monomorphic=False, check=not args.project,
         in_memory_for=[flag for flag, value in flags.items() if value is not None])
+    if args.project:  # one new individual is a projection too
+        check_usable(genotypes, individuals=1)
     check_workers_read(genotypes)  # --scheduler: workers that will read a .bed, now
     return genotypes
 
@@ -1039,8 +1043,8 @@ def _fit_and_write(args: argparse.Namespace, *, traffic=None) -> int:
     Ks = sorted(set(_flat(args.K)))
     genotypes = _read_for_run(args)
     for K in Ks:  # every K, before the first fit
-        try:
-            check_K(K, genotypes.n_individuals)
+        try:  # a projection fits each individual alone: K may exceed them
+            check_K(K, math.inf if args.project else genotypes.n_individuals)
         except UsageError as error:
             raise UsageError(f"{args.input}: {error}") from None
         if args.reference_size and args.reference_size < genotypes.n_individuals:

@@ -11,6 +11,8 @@ import pytest
 from admixspec import fit_admixture, project, simulate_balding_nichols
 from admixspec.cli import main
 from admixspec.core.exceptions import InputError, UsageError
+from admixspec.core.filters import check_usable
+from admixspec.core.genotypes import Genotypes
 from admixspec.io import write_plink
 from admixspec.ml.debias import p_covariance
 
@@ -153,3 +155,38 @@ class TestReferenceKept:
                            capsys)
         assert (code, err) == (0, "")
         assert Path(f"{tmp_path}/target.2.Q").is_file()
+
+
+class TestFewTargetIndividuals:
+    # "fewer than 2 individuals" and "K must be smaller than the number of
+    # individuals" refused placing one new sample, which a projection fits alone
+    @pytest.mark.parametrize("n_targets", [1, 2])
+    def test_run_project__places_fewer_individuals_than_K_plus_one(
+            self, reference_run_fixture, cohort_fixture, tmp_path, capsys, n_targets):
+        keep = tmp_path / "targets.keep"
+        keep.write_text("".join(f"ind{i}\n" for i in range(100, 100 + n_targets)))
+        code, _, err = run(["run", f"{cohort_fixture}.bed", "-K", "2", "--keep", keep,
+                            "--project", reference_run_fixture, "--out",
+                            tmp_path / "few", "-q"], capsys)
+        assert code == 0, err
+        few = np.loadtxt(tmp_path / "few.2.Q", ndmin=2)
+        everyone = tmp_path / "all"
+        assert main([str(a) for a in ["run", f"{cohort_fixture}.bed", "-K", "2",
+                                      "--project", reference_run_fixture, "--out",
+                                      everyone, "-q"]]) == 0
+        # each target's projection is its own: the same Q as among all 120
+        among_all = np.loadtxt(f"{everyone}.2.Q")[100:100 + n_targets]
+        np.testing.assert_allclose(few, among_all, atol=2e-6)
+
+    def test_fit_admixture__projects_one_individual(self):
+        sim = simulate_balding_nichols(40, 2000, 3, fst=0.2, alpha=0.5, seed=3)
+        one = fit_admixture(sim.genotypes.dosage[:1], 3, P=sim.P)
+        np.testing.assert_allclose(one.Q, project(sim.genotypes.dosage[:1], sim.P))
+
+    def test_check_usable__a_projection_needs_one_individual(self):
+        empty = Genotypes.from_array(np.zeros((0, 5), dtype=np.int8))
+        with pytest.raises(InputError, match=r"fewer than 1 individual left after "
+                           r"filtering \(0 left\)"):
+            check_usable(empty, individuals=1)
+        check_usable(Genotypes.from_array(np.zeros((1, 5), dtype=np.int8)),
+                     individuals=1)

@@ -472,8 +472,11 @@ def _filter_and_prune(genotypes: Genotypes, thresholds: dict,
     return result
 
 
-def check_usable(genotypes: Genotypes) -> None:
-    """Raise :class:`InputError` unless at least 2 individuals and 2 SNPs remain.
+def check_usable(genotypes: Genotypes, *, individuals: int = 2) -> None:
+    """Raise :class:`InputError` unless ``individuals`` individuals and 2 SNPs remain.
+
+    A projection onto a fixed P fits each individual alone, so it needs one
+    (``individuals=1``); every other fit compares individuals.
 
     Examples
     --------
@@ -485,10 +488,10 @@ def check_usable(genotypes: Genotypes) -> None:
     admixspec.core.exceptions.InputError: fewer than 2 individuals left after
     filtering (1 left)
     """
-    if genotypes.n_individuals < 2:
+    if genotypes.n_individuals < individuals:
         raise InputError(
-            "fewer than 2 individuals left after filtering "
-            f"({genotypes.n_individuals} left)",
+            f"fewer than {individuals} individual{'s' if individuals > 1 else ''} "
+            f"left after filtering ({genotypes.n_individuals} left)",
             path=genotypes.source,
         )
     if genotypes.n_snps < 2:

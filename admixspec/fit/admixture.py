@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 
 import numpy as np
 
@@ -412,7 +413,8 @@ def fit_admixture(
     method, init = _resolve_method(method, init, labels, P)
     streamed = hasattr(genotypes, "chunks")
     n_individuals = genotypes.n_individuals if streamed else genotypes.shape[0]
-    check_K(K, n_individuals)
+    # a projection fits each individual alone against P: K may exceed them
+    check_K(K, math.inf if method == "projection" else n_individuals)
     options = FitOptions(method=method, init=init, labels=labels, P=P,
                          reference_q=reference_q,
                          projection_correction=projection_correction, seed=seed,
