@@ -560,9 +560,9 @@ def _add_projection_arguments(group) -> None:
         "never complemented); by default they are dropped",
     )
     group.add_argument(
-        "--min-overlap", type=_fraction(1.0), default=0.5, metavar="FRACTION",
+        "--min-overlap", type=_fraction(1.0), default=None, metavar="FRACTION",
         help="--project: least share of the reference's SNPs that must match the "
-        "input's",
+        "input's (default: 0.5; and at least one SNP)",
     )
     group.add_argument(
         "--reference-size", type=_at_least_2, default=None, metavar="N",
@@ -577,11 +577,19 @@ def _add_projection_arguments(group) -> None:
 
 def _projection_input(args, genotypes):
     """``--project``: the fixed P and the genotypes on the SNPs it matches."""
-    from .io.snps import projection_reference
+    from .fit.pipeline import CORRECTION_MAX_REFERENCE, correct_projection
+    from .io.snps import MIN_OVERLAP, projection_reference
 
-    reference = projection_reference(args.project, genotypes,
-                                     ambiguous=args.keep_ambiguous,
-                                     min_overlap=args.min_overlap)
+    reference = projection_reference(
+        args.project, genotypes, ambiguous=args.keep_ambiguous,
+        min_overlap=MIN_OVERLAP if args.min_overlap is None else args.min_overlap,
+        reference_q=args.projection_correction is not False)
+    n_reference = None if reference.reference_q is None else len(reference.reference_q)
+    if n_reference and not correct_projection(args.projection_correction, n_reference):
+        reference.lines.append(
+            f"Projection: not corrected for the sampling noise of P: its reference has "
+            f"{n_reference} individuals, at least {CORRECTION_MAX_REFERENCE}, and P is "
+            "taken as exact")
     for line in reference.lines:
         logger.info("%s", line)
     if reference.columns is not None:
@@ -724,7 +732,8 @@ def _check_run_flags(args: argparse.Namespace) -> None:
         # --reference-size projects too (onto its reference's P, corrected by default)
         plain = args.projection_correction is False and args.reference_size is None
         for flag, given in (("--plain-projection", plain),
-                            ("--keep-ambiguous", args.keep_ambiguous)):
+                            ("--keep-ambiguous", args.keep_ambiguous),
+                            ("--min-overlap", args.min_overlap is not None)):
             if given:
                 raise UsageError(f"{flag} is an option of --project, which was not "
                                  "given")
@@ -908,7 +917,11 @@ def _p_rows_line(genotypes, p_file: Path, projection=None) -> str:
     removed = sum(entry["removed"] for entry in genotypes.filter_log
                   if entry.get("unit") == "variants")
     text = f"P rows: {genotypes.n_snps} SNPs, named in {p_file.name}.snps"
-    if projection is not None:
+    if projection is not None and projection.match is None:
+        text += (", the target's SNPs in input order (the --project P has no SNP "
+                 "table: its rows were taken as them, as logged above), with that "
+                 "P's rows")
+    elif projection is not None:
         text += (", the target's SNPs that the --project P has (SNP matching above), "
                  "with that P's rows")
     elif removed:

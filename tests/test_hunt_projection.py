@@ -123,10 +123,10 @@ class TestReferenceQ:
                               reference_run_fixture, "--out", tmp_path / "target",
                               "-q"], capsys)
         assert (code, out) == (1, "")
+        # the file's rows are checked as it is read, naming it
         assert err == (
-            "admixspec: error: the reference's Q must hold ancestry proportions "
-            "(numbers >= 0, each row summing to more than 0): row 2 is 0 0 (1 such "
-            "row)\n")
+            f"admixspec: error: {q_path}: row 2 sums to 0, not 1: not a Q matrix of "
+            "ancestry proportions (a .P file's rows do not sum to 1)\n")
         assert not list(tmp_path.glob("target.*"))
 
 

@@ -16,7 +16,10 @@ works on data that are not the reference's SNPs in the reference's order:
    position 0, PLINK's code for an unknown position, is matched by ID only;
 2. a pair is kept when its alleles agree: the same counted allele (P as it
    is), the counted and other allele swapped (P flipped to ``1 - P``), or
-   either of these on the other strand (``A/G`` against ``T/C``);
+   either of these on the other strand (``A/G`` against ``T/C``); a missing
+   second allele (PLINK's ``0``, a VCF's ``.``: a monomorphic SNP) agrees
+   with any, on the same strand only (``G/0`` against ``G/A`` as it is,
+   against ``A/G`` flipped);
 3. strand-ambiguous SNPs (``A/T``, ``C/G``), whose strand cannot be told
    from the alleles, are dropped unless ``ambiguous=True`` (then they are
    matched as given, never complemented);
@@ -27,6 +30,7 @@ Every step is a table join (pandas), no Python loop over SNPs.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,7 +57,12 @@ __all__ = [
 #: Columns of a ``.P.snps`` table, in order (those of ``Genotypes.variants``).
 SNP_COLUMNS = VARIANT_COLUMNS
 
+logger = logging.getLogger("admixspec")
+
 _COMPLEMENT = {"A": "T", "T": "A", "C": "G", "G": "C"}
+#: Missing-allele codes: PLINK's ``0`` (a monomorphic SNP's second allele),
+#: a VCF's ``.``
+_MISSING_ALLELE = ("0", ".")
 
 
 def snps_path(p_path) -> Path:
@@ -231,8 +240,13 @@ def _pairs(reference: pd.DataFrame, target: pd.DataFrame, on) -> pd.DataFrame:
     pairs = reference.merge(target, on=on, suffixes=("_r", "_t"))
     rc, ro = pairs["counted_r"], pairs["other_r"]
     tc, to = pairs["counted_t"], pairs["other_t"]
-    same = (rc == tc) & (ro == to)
-    swapped = (rc == to) & (ro == tc)
+    # a missing second allele (a monomorphic SNP's) pairs with any, on this
+    # strand only: with one allele, the strand cannot be told
+    ro_missing, to_missing = ro.isin(_MISSING_ALLELE), to.isin(_MISSING_ALLELE)
+    called = ~rc.isin(_MISSING_ALLELE) & ~tc.isin(_MISSING_ALLELE)
+    same = called & (rc == tc) & ((ro == to) | ro_missing | to_missing)
+    swapped = called & (((rc == to) & ((ro == tc) | ro_missing))
+                        | (to_missing & (ro == tc)))
     crc, cro = _complement(rc), _complement(ro)
     ambiguous = (crc == ro).to_numpy()
     strand_same = (crc == tc) & (cro == to) & ~ambiguous
@@ -324,6 +338,25 @@ def match_snps(reference: pd.DataFrame, target: pd.DataFrame, *,
     )
 
 
+def _warn_kept_ambiguous(match: SnpMatch, reference: pd.DataFrame) -> None:
+    """Warn when kept A/T and C/G SNPs are likely mis-oriented (--keep-ambiguous).
+
+    They are matched as given, never complemented: when most of the SNPs
+    whose strand the alleles tell matched on the other strand, the target
+    is likely on the other strand, and so are they.
+    """
+    c = match.counts
+    kept = int(_is_ambiguous(_normalised(reference))[match.reference].sum())
+    told = c["matched"] - kept
+    if kept and 2 * c["strand"] > told:
+        logger.warning(
+            "--keep-ambiguous: %d of the %d matched SNPs that are not A/T or C/G "
+            "matched on the other strand: the target is likely on the reference's "
+            "other strand, and the %d strand-ambiguous (A/T, C/G) SNPs kept as given "
+            "(never complemented) likely mis-oriented; leave out --keep-ambiguous, or "
+            "give the target on the reference's strand", c["strand"], told, kept)
+
+
 #: Default least share of the reference's SNPs a projection must match.
 MIN_OVERLAP = 0.5
 
@@ -379,17 +412,25 @@ def _not_the_reference(prefix: str) -> str | None:
     return None
 
 
-def _reference_q(p_path, K: int):
+def _reference_q(p_path, K: int, *, read: bool = True):
     """The reference's Q beside its P (``PREFIX.K.P`` -> ``PREFIX.K.Q``), if there.
 
     Not the Q of a run whose JSON says that its Q is not (only) of the
     individuals P was fitted on (:func:`_not_the_reference`): then P is taken
-    as exact, and the log line says why.
+    as exact, and the log line says why. Not read when ``read`` is False (a
+    plain projection).
+
+    Raises
+    ------
+    InputError
+        A Q of other than K columns, or with a row that does not sum to 1
+        (:func:`admixspec.io.results.check_q_rows`).
     """
     from .admixture import read_q
+    from .results import check_q_rows
 
     name = str(p_path)
-    if not name.endswith(".P"):
+    if not read or not name.endswith(".P"):
         return None, []
     q_path = Path(name[:-2] + ".Q")
     if not q_path.is_file():
@@ -401,13 +442,18 @@ def _reference_q(p_path, K: int):
                       "--plain-projection)"]
     Q = read_q(q_path)
     if Q.shape[1] != K:
-        return None, []
+        raise InputError(
+            f"has {Q.shape[1]} columns but {Path(name).name} has K = {K}: not the "
+            "reference run's Q, which a projection reads to correct for the sampling "
+            "noise of P (move it away, or give --plain-projection)", path=q_path)
+    check_q_rows(Q, q_path)
     return Q, [f"Projection: the reference's Q ({q_path.name}, {len(Q)} individuals) "
                "gives the sampling noise of its P"]
 
 
 def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
-                         min_overlap: float = MIN_OVERLAP) -> ProjectionInput:
+                         min_overlap: float = MIN_OVERLAP,
+                         reference_q: bool = True) -> ProjectionInput:
     """Read a reference's P for projection and line it up with the target's SNPs.
 
     With a ``.P.snps`` table beside ``p_path`` (:func:`snps_path`) the SNPs
@@ -426,27 +472,32 @@ def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
     ambiguous : bool
         Keep strand-ambiguous (A/T, C/G) SNPs (``--keep-ambiguous``).
     min_overlap : float in [0, 1]
-        Least share of the reference's SNPs that must match.
+        Least share of the reference's SNPs that must match (and at least
+        one).
+    reference_q : bool
+        Read the reference run's Q (False for a plain projection, which
+        does not use it).
 
     Returns
     -------
     ProjectionInput
         With the reference run's Q when ``PREFIX.K.Q`` lies beside
-        ``PREFIX.K.P`` with K columns, unless the run's ``PREFIX.K.json``
-        says it was a projection (its Q is not of the individuals P was
-        fitted on).
+        ``PREFIX.K.P`` and ``reference_q`` is True, unless the run's
+        ``PREFIX.K.json`` says it was a projection (its Q is not of the
+        individuals P was fitted on).
 
     Raises
     ------
     InputError
         A bare P with another number of rows, a SNP table with another
-        number of rows than P, or fewer matched SNPs than ``min_overlap``.
+        number of rows than P, fewer matched SNPs than ``min_overlap`` or
+        none, or a ``PREFIX.K.Q`` that is not a Q of K columns.
     """
     from ..core.genotypes import allele_counts
     from .admixture import read_p
 
     P = read_p(p_path)
-    reference_q, q_lines = _reference_q(p_path, P.shape[1])
+    reference_q, q_lines = _reference_q(p_path, P.shape[1], read=reference_q)
     table_path = snps_path(p_path)
     if not table_path.is_file():
         n = genotypes.n_snps
@@ -474,12 +525,19 @@ def projection_reference(p_path, genotypes, *, ambiguous: bool = False,
     matched, total = match.counts["matched"], match.counts["reference"]
     if matched < max(min_overlap * total, 1):
         n_ambiguous = match.counts["ambiguous"]
+        # below one SNP, the least overlap is the one SNP a projection needs
+        at_least_one = min_overlap * total < 1
         raise InputError(
-            f"only {matched} of its {total} SNPs ({100 * matched / max(total, 1):.1f}%) "
-            "match the target's by chromosome, position and alleles or by ID, below "
-            f"the minimum overlap {100 * min_overlap:g}% (--min-overlap)"
+            (f"none of its {total} SNPs match" if at_least_one else
+             f"only {matched} of its {total} SNPs "
+             f"({100 * matched / max(total, 1):.1f}%) match")
+            + " the target's by chromosome, position and alleles or by ID"
+            + (": a projection needs at least one" if at_least_one else
+               f", below the minimum overlap {100 * min_overlap:g}% (--min-overlap)")
             + (f"; {n_ambiguous} of them, strand-ambiguous (A/T, C/G), were dropped "
                "(--keep-ambiguous keeps them)" if n_ambiguous else ""),
             path=table_path)
+    if ambiguous:
+        _warn_kept_ambiguous(match, reference)
     return ProjectionInput(match.reference_p(P), match.target, match,
                            [match.describe(), *q_lines], reference_q)
