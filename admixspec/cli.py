@@ -552,7 +552,8 @@ def _add_projection_arguments(group) -> None:
         help="project as ADMIXTURE does, without correcting Q for the sampling noise "
         "of the reference's P (by default corrected when the reference has fewer "
         "than 5000 individuals: the reference run's PREFIX.K.Q beside PFILE, or "
-        "--reference-size)",
+        "--reference-size; the input's individuals that PFILE was fitted on, matched "
+        "by IID, get the plain projection)",
     )
     group.add_argument(
         "--keep-ambiguous", action="store_true",
@@ -613,6 +614,42 @@ def _check_projection_K(p_path, P, Ks) -> None:
         raise UsageError(f"--project {p_path} has {P.shape[1]} columns (components), "
                          f"but -K asks for K = {', '.join(map(str, other))}: a "
                          f"projection's K is its P's; give -K {P.shape[1]}")
+
+
+def _reference_members(args, genotypes, reference_q):
+    """``--project``: which target individuals the reference's P was fitted on.
+
+    Target IIDs matched against the reference's, in its Q's row order
+    (:func:`admixspec.io.results.recorded_sample_ids`: the ``samples`` its
+    JSON lists after ``--keep``/``--mind``, else its input's). They get the
+    plain projection (``fit_admixture``'s ``reference_members``). None when
+    the projection is not corrected, or, with a warning (the run goes on,
+    correcting everyone), when the reference's IDs are not found.
+    """
+    from .fit.pipeline import correct_projection
+    from .io.results import recorded_sample_ids
+
+    if reference_q is None or not correct_projection(args.projection_correction,
+                                                     len(reference_q)):
+        return None
+    q_path = Path(str(args.project)[: -len(".P")] + ".Q")
+    try:
+        ids = recorded_sample_ids([q_path], len(reference_q))
+    except InputError as error:
+        ids, why = None, str(error)
+    else:
+        why = (f"neither {q_path.with_suffix('.json').name} nor the input it records "
+               f"lists {len(reference_q)} sample IDs")
+    if ids is None:
+        # info, not a warning: a reference fitted elsewhere has no IDs here, and
+        # its users project new individuals
+        logger.info("--project: the IDs of the reference's individuals are not "
+                       "found (%s): any of them in the target are corrected as if new "
+                       "to P, which moves their Q away from the truth", why)
+        return None
+    import numpy as np
+
+    return np.isin(genotypes.samples, ids)
 
 
 def _supervised_labels(args, genotypes):
@@ -1073,6 +1110,8 @@ def _fit_and_write(args: argparse.Namespace, *, traffic=None) -> int:
     given = {
         "P": None if projection is None else projection.P,
         "reference_q": None if projection is None else projection.reference_q,
+        "reference_members": None if projection is None else _reference_members(
+            args, genotypes, projection.reference_q),
         "labels": (None if args.supervised is None  # never with --project
                    else _supervised_labels(args, genotypes)),
     }

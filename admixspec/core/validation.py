@@ -39,6 +39,7 @@ __all__ = [
     "Frequencies",
     "Increasing",
     "Interval",
+    "Mask",
     "Options",
     "SEED",
     "inputs_checked",
@@ -337,6 +338,50 @@ class Frequencies(Constraint):
 
     def describe(self) -> str:
         return "allele frequencies, numbers in [0, 1]"
+
+
+class Mask(Constraint):
+    """A boolean mask over rows: a 1-d array of True/False, returned as a NumPy array.
+
+    Numbers are refused, not taken as truth values: ``[0, 2]`` may as well
+    be row indices. Its length is the caller's to check, against its rows.
+
+    Parameters
+    ----------
+    allow_none : bool
+        Whether None is accepted (an optional argument).
+
+    Examples
+    --------
+    >>> Mask().check("members", [True, False]).tolist()
+    [True, False]
+    >>> Mask().check("members", [0, 2])  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    admixspec.core.exceptions.UsageError: members must be a 1-d array of booleans
+    (one True or False per individual); got an array of int64, shape (2,)
+    """
+
+    def __init__(self, *, allow_none: bool = False):
+        self.allow_none = allow_none
+
+    def check(self, name, value):
+        if value is None and self.allow_none:
+            return None
+        import numpy as np  # here: the command line's help imports no NumPy
+
+        try:
+            array = np.array(value)
+        except (TypeError, ValueError):  # ragged
+            array = None
+        if array is None or array.dtype != np.bool_ or array.ndim != 1:
+            got = (f"{value!r:.40}" if array is None else
+                   f"an array of {array.dtype}, shape {array.shape}")
+            raise UsageError(f"{name} must be {self.describe()}; got {got}")
+        return array
+
+    def describe(self) -> str:
+        return "a 1-d array of booleans (one True or False per individual)"
 
 
 class Dosage(Constraint):

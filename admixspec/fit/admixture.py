@@ -53,6 +53,7 @@ from ..core.validation import (
     Frequencies,
     Increasing,
     Interval,
+    Mask,
     Options,
     validate_params,
 )
@@ -96,8 +97,9 @@ def _check_combination(options: FitOptions, K: int, *, reference_size, runs: int
         replicates would refit the reference alone: standard errors of its
         rows, which ``PREFIX.K.Q_se`` could not tell from everyone's); a
         reference sample of no more individuals than K; ``reference_q``
-        without projection; ``runs > 1`` of a projection or
-        supervised fit.
+        without projection; ``reference_members`` without ``reference_q``
+        or of another length than the individuals; ``runs > 1`` of a
+        projection or supervised fit.
     """
     method = options.method
     everyone = method in ("projection", "supervised")
@@ -116,6 +118,13 @@ def _check_combination(options: FitOptions, K: int, *, reference_size, runs: int
         check_reference_size(K, size)
     if options.reference_q is not None and method != "projection":
         raise UsageError("reference_q (the reference's Q) is used only by projection")
+    members = options.reference_members
+    if members is not None and options.reference_q is None:
+        raise UsageError("reference_members (who of the individuals are the rows of "
+                         "reference_q) is used only with reference_q")
+    if members is not None and len(members) != n_individuals:
+        raise UsageError(f"reference_members has {len(members)} entries but the "
+                         f"genotypes have {n_individuals} individuals")
     if everyone and runs > 1:
         raise UsageError(f"runs > 1 (--runs) are for unsupervised fits: a {method} "
                          "fit does not depend on its start")
@@ -225,6 +234,7 @@ def _needs_no_spectral_stage(options: FitOptions, genotypes, counts) -> bool:
     "chunk_size": Interval(int, 1),
     "runs": Interval(int, 1),
     "projection_correction": Options("auto", True, False),
+    "reference_members": Mask(allow_none=True),
     "seed": SEED,
     "windows": Increasing(Interval(float, 0, 0.5, closed="right")),
     "n_starts": Interval(int, 2, allow_none=True),
@@ -253,6 +263,7 @@ def fit_admixture(
     runs: int = 1,
     reference_q=None,
     projection_correction: bool | str = "auto",
+    reference_members=None,
 ) -> AdmixtureResult:
     """Estimate ancestry proportions Q and ancestral frequencies P.
 
@@ -364,6 +375,16 @@ def fit_admixture(
         or the reference of a large cohort) has fewer than
         :data:`~admixspec.fit.pipeline.CORRECTION_MAX_REFERENCE` individuals;
         False gives ADMIXTURE's plain projection.
+    reference_members : array_like, bool, shape (n_individuals,), optional
+        Projection with ``reference_q``: True for the individuals of
+        ``genotypes`` that were among those ``P`` was fitted on (the rows of
+        ``reference_q``; e.g. everyone projected onto a reference fitted on
+        some of them). P's noise is not independent of their genotypes, and
+        the correction, which assumes it is, moves their Q away from the
+        truth: they get the plain projection, the others the corrected one,
+        the same rows as without ``reference_members``.
+        ``diagnostics["projection_correction"]["reference_members"]`` counts
+        them.
 
     Returns
     -------
@@ -416,7 +437,7 @@ def fit_admixture(
     # a projection fits each individual alone against P: K may exceed them
     check_K(K, math.inf if method == "projection" else n_individuals)
     options = FitOptions(method=method, init=init, labels=labels, P=P,
-                         reference_q=reference_q,
+                         reference_q=reference_q, reference_members=reference_members,
                          projection_correction=projection_correction, seed=seed,
                          refine=refine, tol=tol, max_iter=max_iter, cv=cv,
                          bootstrap=bootstrap, windows=windows, n_starts=n_starts,

@@ -31,6 +31,11 @@ has no first-order bias, by Fisher scoring on the simplex from the plain
 projection. :func:`p_covariance` gives ``V`` from the reference's genotypes
 and Q (the inverse expected information of each SNP's frequencies given Q),
 :func:`p_covariance_from_sizes` from the reference's size alone.
+
+The correction is for individuals new to P, whose genotypes ``E`` does not
+depend on. For the reference's own individuals it does (P was fitted to
+them), and the correction moved their Q away from the truth: they are
+projected plainly (:func:`admixspec.fit_admixture`'s ``reference_members``).
 """
 
 from __future__ import annotations
