@@ -288,7 +288,31 @@ def check_dosage(value):
     return check(value)
 
 
-class Frequencies(Constraint):
+class _ArrayConstraint(Constraint):
+    """An array argument, None allowed where ``allow_none``; NumPy imported on use.
+
+    Parameters
+    ----------
+    allow_none : bool
+        Whether None is accepted (an optional argument).
+    """
+
+    def __init__(self, *, allow_none: bool = False):
+        self.allow_none = allow_none
+
+    def check(self, name, value):
+        if value is None and self.allow_none:
+            return None
+        import numpy as np  # here: the command line's help imports no NumPy
+
+        return self._check_array(name, value, np)
+
+    def _check_array(self, name, value, np):
+        """The checked array of ``value`` (``np``: NumPy, imported by :meth:`check`)."""
+        raise TypeError(f"{type(self).__name__} checks no array")  # pragma: no cover
+
+
+class Frequencies(_ArrayConstraint):
     """Allele frequencies: a 2-d array of numbers in [0, 1] (SNPs x components).
 
     Checked, not clipped: the fits clip frequencies into ADMIXTURE's box
@@ -311,14 +335,7 @@ class Frequencies(Constraint):
     [0, 1]: P[0, 1] = 5 (1 such value)
     """
 
-    def __init__(self, *, allow_none: bool = False):
-        self.allow_none = allow_none
-
-    def check(self, name, value):
-        if value is None and self.allow_none:
-            return None
-        import numpy as np  # here: the command line's help imports no NumPy
-
+    def _check_array(self, name, value, np):
         try:
             array = np.array(value, dtype=np.float64, ndmin=2)
         except (TypeError, ValueError):
@@ -340,7 +357,7 @@ class Frequencies(Constraint):
         return "allele frequencies, numbers in [0, 1]"
 
 
-class Mask(Constraint):
+class Mask(_ArrayConstraint):
     """A boolean mask over rows: a 1-d array of True/False, returned as a NumPy array.
 
     Numbers are refused, not taken as truth values: ``[0, 2]`` may as well
@@ -362,14 +379,7 @@ class Mask(Constraint):
     (one True or False per individual); got an array of int64, shape (2,)
     """
 
-    def __init__(self, *, allow_none: bool = False):
-        self.allow_none = allow_none
-
-    def check(self, name, value):
-        if value is None and self.allow_none:
-            return None
-        import numpy as np  # here: the command line's help imports no NumPy
-
+    def _check_array(self, name, value, np):
         try:
             array = np.array(value)
         except (TypeError, ValueError):  # ragged
