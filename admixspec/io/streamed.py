@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.chunks import chunk_bounds
+from ..core.chunks import add_sums, chunk_bounds
 from ..core.filters import check_thresholds, select_individuals, select_snps, snp_filters
 from ..core.genotypes import snp_statistics
 from .errors import reading
@@ -233,8 +233,9 @@ class StreamedChunks(ABC):
         for start, stop in self.bounds:
             part, sums = function(self.chunk(start, stop), P[start:stop], *shared)
             rows.append(part)
-            total = (tuple(0 + field for field in sums) if total is None
-                     else tuple(a + b for a, b in zip(total, sums, strict=True)))
+            # add_sums of [total, sums] is add_sums of every chunk so far: 0 + total
+            # copies it, so each field is added in the same order
+            total = add_sums([sums] if total is None else [total, sums])
         return rows, () if total is None else total
 
     def chunks_with_progress(self, what: str):
