@@ -23,8 +23,15 @@ import numba
 import numpy as np
 
 from ..core.exceptions import InputError
+from .common import keep_entry
 from .errors import reading
-from .plink import fileset_file, open_fileset, padding_error, plink_prefix, variant_table
+from .plink import (
+    fileset_file,
+    open_fileset,
+    padding_error,
+    plink_prefix,
+    variant_table,
+)
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 
 __all__ = ["CODE_DOSAGE", "BedChunks", "fileset_shape", "open_streamed_bed"]
@@ -220,6 +227,9 @@ def open_streamed_bed(path, *, memory_bytes: float, samples=None, region=None,
     log.insert(0, {"filter": "biallelic_snp", "unit": "variants", "removed": not_snp,
                    "reason": f"indel or symbolic allele ({not_snp}) out of {in_region} "
                    "variants read"})
+    if samples is not None:  # after the reader's entry, before the filters'
+        log.insert(1, keep_entry(samples, len(fam), len(fileset.rows),
+                                 paired=getattr(samples, "families", None) is not None))
     return StreamedGenotypes(
         chunks, fam["iid"].to_numpy()[chunks.rows].astype(str),
         variant_table(fileset, chunks.columns),

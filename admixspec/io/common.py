@@ -36,6 +36,7 @@ __all__ = [
     "empty_region_error",
     "format_json",
     "is_snp_allele",
+    "keep_entry",
     "keep_rows",
     "parse_region",
     "region_mask",
@@ -337,6 +338,33 @@ def keep_rows(fids, iids, samples, path, kind: str = ".fam") -> np.ndarray:
         raise InputError(f"{len(unknown)} requested sample(s) not in the {kind} file "
                          f"(first: FID {fid!r} IID {iid!r}{hint})", path=path)
     return np.flatnonzero(keys.isin(wanted).to_numpy())
+
+
+def keep_entry(samples, n_input: int, n_selected: int, *, paired: bool) -> dict:
+    """The ``filter_log`` entry of ``--keep``: the individuals it left out.
+
+    Parameters
+    ----------
+    samples : sequence of str
+        The ``--keep`` IDs (with a ``source`` attribute naming the file,
+        when read from one).
+    n_input, n_selected : int
+        Individuals in the input, and those ``samples`` selected.
+    paired : bool
+        Whether (FID, IID) pairs were matched (else IIDs).
+
+    Examples
+    --------
+    >>> keep_entry(["a", "b"], 5, 2, paired=False)["reason"]
+    'not among the 2 IDs of the keep list, matched by IID'
+    """
+    source = getattr(samples, "source", None)
+    named = "the keep list" if source is None else f"--keep {source}"
+    matched = "FID and IID" if paired else "IID"
+    return {"filter": "keep", "unit": "individuals",
+            "removed": int(n_input - n_selected),
+            "reason": f"not among the {len(samples)} IDs of {named}, matched by "
+                      f"{matched}"}
 
 
 def _pasted_id_hint(ids: np.ndarray, sample: str) -> str:

@@ -22,12 +22,13 @@ from .common import (
     check_unique_iids,
     empty_region_error,
     is_snp_allele,
+    keep_entry,
     keep_rows,
     region_mask,
 )
 from .errors import check_complete_rows, data_line
 
-__all__ = ["keep_entry", "plink_prefix", "read_plink", "write_plink"]
+__all__ = ["plink_prefix", "read_plink", "write_plink"]
 
 _BED_MAGIC = b"\x6c\x1b"
 _SNP_MAJOR = 1
@@ -268,33 +269,6 @@ def read_bed_columns(bed_path, n_samples, n_variants, rows, columns,
         block = dosage[:, start : start + _MISSING_BLOCK]
         block[block == -127] = MISSING
     return dosage
-
-
-def keep_entry(samples, n_input: int, n_selected: int, *, paired: bool) -> dict:
-    """The ``filter_log`` entry of ``--keep``: the individuals it left out.
-
-    Parameters
-    ----------
-    samples : sequence of str
-        The ``--keep`` IDs (with a ``source`` attribute naming the file,
-        when read from one).
-    n_input, n_selected : int
-        Individuals in the input, and those ``samples`` selected.
-    paired : bool
-        Whether (FID, IID) pairs were matched (else IIDs).
-
-    Examples
-    --------
-    >>> keep_entry(["a", "b"], 5, 2, paired=False)["reason"]
-    'not among the 2 IDs of the keep list, matched by IID'
-    """
-    source = getattr(samples, "source", None)
-    named = "the keep list" if source is None else f"--keep {source}"
-    matched = "FID and IID" if paired else "IID"
-    return {"filter": "keep", "unit": "individuals",
-            "removed": int(n_input - n_selected),
-            "reason": f"not among the {len(samples)} IDs of {named}, matched by "
-                      f"{matched}"}
 
 
 class Fileset(NamedTuple):

@@ -20,11 +20,11 @@ from ..core.exceptions import InputError, UsageError
 from ..core.filters import apply_filters, check_usable, parse_indep_pairwise
 from ..core.genotypes import Genotypes, filter_lines
 from .bed_chunks import fileset_shape, open_streamed_bed
+from .common import keep_entry
 from .errors import FORMAT_NAMES, reading
 from .pgen import pgen_prefix, read_pgen, read_psam
 from .plink import (
     Fileset,
-    keep_entry,
     open_fileset,
     plink_prefix,
     read_fam,
@@ -378,32 +378,14 @@ def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0
                                                   "drop_monomorphic": drop_monomorphic})
 
 
-#: The filters of :func:`admixspec.core.filters.apply_filters` that a streamed
-#: source runs, whose log entries follow the reader's own.
-_FILTERS = ("mind", "geno", "monomorphic", "maf")
-
-
 def _open_streamed(path, opened, *, memory_bytes, samples, region, filters):
     """:func:`open_streamed`, of the fileset ``opened`` (:func:`_selection`) if given."""
-    kind = detect_format(path)
-    if kind == "plink":
-        genotypes = open_streamed_bed(path if opened is None else opened,
-                                      memory_bytes=memory_bytes, samples=samples,
-                                      region=region, filters=filters)
-    else:
-        genotypes = open_streamed_vcz(path, memory_bytes=memory_bytes, samples=samples,
-                                      region=region, filters=filters)
-    if samples is not None:  # those --keep selected: kept, or removed by --mind
-        selected = genotypes.n_individuals + sum(
-            entry["removed"] for entry in genotypes.filter_log
-            if entry["unit"] == "individuals")
-        log = genotypes.filter_log  # after the reader's entries, as read_genotypes'
-        at = next((i for i, entry in enumerate(log) if entry["filter"] in _FILTERS),
-                  len(log))
-        log.insert(at, keep_entry(
-            samples, genotypes.chunks.n_samples, selected,
-            paired=kind == "plink" and getattr(samples, "families", None) is not None))
-    return genotypes
+    if detect_format(path) == "plink":
+        return open_streamed_bed(path if opened is None else opened,
+                                 memory_bytes=memory_bytes, samples=samples,
+                                 region=region, filters=filters)
+    return open_streamed_vcz(path, memory_bytes=memory_bytes, samples=samples,
+                             region=region, filters=filters)
 
 
 def input_shape(path, *, samples=None, region: str | None = None

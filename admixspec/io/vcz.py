@@ -38,7 +38,7 @@ from .calls import (
     read_log_entries,
     same_alleles,
 )
-from .common import empty_region_error, region_mask, sample_rows
+from .common import empty_region_error, keep_entry, region_mask, sample_rows
 from .streamed import StreamedChunks, StreamedGenotypes, chunk_snps_for, filter_streamed
 from .zarr_metadata import check_arrays, present_arrays
 
@@ -466,6 +466,8 @@ def open_streamed_vcz(path, *, memory_bytes: float, samples=None, region=None,
     chunks, log, filtered = filter_streamed(chunks, **filters)
     # the per-SNP pass decoded every kept sample's calls once, as read_vcz does
     read_log = read_log_entries(skipped, n_records, filtered.ploidy_counts)
+    if samples is not None:  # after the reader's entries, before the filters'
+        read_log.append(keep_entry(samples, len(file_samples), len(rows), paired=False))
     return StreamedGenotypes(
         chunks, file_samples[chunks.rows], _variant_table(store, chunks.columns, alleles,
                                                           chrom, positions),
