@@ -146,3 +146,34 @@ def hide_from_workers(monkeypatch, bed) -> None:
 
     monkeypatch.setattr(plink, "check_bed", hidden_check)
     monkeypatch.setattr(plink, "read_bed_columns", hidden_read)
+
+
+def run_cli(argv, capsys) -> tuple[int, str, str]:
+    """``admixspec.cli.main(argv)`` (words made str): exit code, stdout, stderr."""
+    from admixspec.cli import main
+
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def write_cohort(prefix: Path, n_individuals: int, n_snps: int) -> Path:
+    """A K = 2 Balding–Nichols cohort (F_ST 0.1, Dirichlet(0.5)) as PLINK; its prefix."""
+    from admixspec import simulate_balding_nichols
+    from admixspec.io import write_plink
+
+    sim = simulate_balding_nichols(n_individuals, n_snps, 2, fst=0.1, alpha=0.5, seed=4)
+    write_plink(prefix, sim.genotypes)
+    return prefix
+
+
+def fit_reference_run(cohort: Path, n_reference: int, out: Path) -> Path:
+    """``run -K 2`` on the cohort's first ``n_reference`` (``--keep``); its ``.2.P``."""
+    from admixspec.cli import main
+
+    keep = out.parent / "ref.keep"
+    keep.write_text("".join(f"ind{i}\n" for i in range(n_reference)))
+    argv = ["run", f"{cohort}.bed", "-K", "2", "--keep", keep, "--out", out,
+            "-s", "1", "-q"]
+    assert main([str(a) for a in argv]) == 0
+    return Path(f"{out}.2.P")

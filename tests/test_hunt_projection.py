@@ -13,33 +13,22 @@ from admixspec.cli import main
 from admixspec.core.exceptions import InputError, UsageError
 from admixspec.core.filters import check_usable
 from admixspec.core.genotypes import Genotypes
-from admixspec.io import write_plink
 from admixspec.ml.debias import p_covariance
 
-
-def run(argv, capsys) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from .conftest import fit_reference_run, write_cohort
+from .conftest import run_cli as run
 
 
 @pytest.fixture
 def cohort_fixture(tmp_path) -> Path:
-    """120 admixed individuals of K = 2, as PLINK, and their true Q."""
-    sim = simulate_balding_nichols(120, 1500, 2, fst=0.1, alpha=0.5, seed=4)
-    write_plink(tmp_path / "sim", sim.genotypes)
-    return tmp_path / "sim"
+    """120 admixed individuals of K = 2, as PLINK."""
+    return write_cohort(tmp_path / "sim", 120, 1500)
 
 
 @pytest.fixture
 def reference_run_fixture(cohort_fixture, tmp_path) -> Path:
     """A reference run ``ref.2.{P,P.snps,Q,json}`` on the cohort's first 60."""
-    keep = tmp_path / "ref.keep"
-    keep.write_text("".join(f"ind{i}\n" for i in range(60)))
-    argv = ["run", f"{cohort_fixture}.bed", "-K", "2", "--keep", keep,
-            "--out", tmp_path / "ref", "-s", "1", "-q"]
-    assert main([str(a) for a in argv]) == 0
-    return tmp_path / "ref.2.P"
+    return fit_reference_run(cohort_fixture, 60, tmp_path / "ref")
 
 
 def reference_record(prefix: Path) -> dict:

@@ -8,38 +8,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from admixspec import simulate_balding_nichols
 from admixspec.cli import main
-from admixspec.io import write_plink
 from admixspec.io.snps import match_snps
 
+from .conftest import fit_reference_run, write_cohort
+from .conftest import run_cli as run
+
 _COMPLEMENT = str.maketrans("ACGT", "TGCA")
-
-
-def run(argv, capsys) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture
 def cohort_fixture(tmp_path) -> Path:
     """80 admixed individuals of K = 2 at 800 SNPs, as PLINK."""
-    sim = simulate_balding_nichols(80, 800, 2, fst=0.1, alpha=0.5, seed=4)
-    write_plink(tmp_path / "sim", sim.genotypes)
-    return tmp_path / "sim"
+    return write_cohort(tmp_path / "sim", 80, 800)
 
 
 @pytest.fixture
 def reference_run_fixture(cohort_fixture, tmp_path) -> Path:
     """A reference run ``ref/ref.2.{P,P.snps,Q,json}`` on the cohort's first 40."""
-    keep = tmp_path / "ref.keep"
-    keep.write_text("".join(f"ind{i}\n" for i in range(40)))
     (tmp_path / "ref").mkdir()
-    argv = ["run", f"{cohort_fixture}.bed", "-K", "2", "--keep", keep,
-            "--out", tmp_path / "ref" / "ref", "-s", "1", "-q"]
-    assert main([str(a) for a in argv]) == 0
-    return tmp_path / "ref" / "ref.2.P"
+    return fit_reference_run(cohort_fixture, 40, tmp_path / "ref" / "ref")
 
 
 def project(cohort, p_path, out, capsys, *extra):
