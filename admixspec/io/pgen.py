@@ -36,6 +36,7 @@ from .common import (
     check_unique_iids,
     empty_region_error,
     is_snp_allele,
+    keep_entry,
     keep_rows,
     region_mask,
 )
@@ -303,6 +304,10 @@ def read_pgen(path, *, samples=None, region: str | None = None) -> Genotypes:
         source=str(pgen_path),
     )
     _log_skipped(genotypes, in_region, snp, multiallelic)
+    if samples is not None:
+        genotypes.filter_log.append(keep_entry(
+            samples, len(psam), len(rows),
+            paired="FID" in psam and getattr(samples, "families", None) is not None))
     return genotypes
 
 

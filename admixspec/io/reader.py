@@ -20,7 +20,6 @@ from ..core.exceptions import InputError, UsageError
 from ..core.filters import apply_filters, check_usable, parse_indep_pairwise
 from ..core.genotypes import Genotypes, filter_lines
 from .bed_chunks import fileset_shape, open_streamed_bed
-from .common import keep_entry
 from .errors import FORMAT_NAMES, reading
 from .pgen import pgen_prefix, read_pgen, read_psam
 from .plink import (
@@ -305,48 +304,19 @@ def _read_genotypes(path, samples, *, opened=None, region=None, maf=0.0, geno=1.
 
 
 def _read(path, samples, region, num_threads, opened=None) -> Genotypes:
-    """The genotypes that ``samples`` and ``region`` select, with a ``"keep"`` entry."""
+    """What ``samples`` and ``region`` select; each reader logs its ``keep`` entry."""
     kind = detect_format(path)
     with reading(path, FORMAT_NAMES[kind]):
-        if kind == "plink":  # the reader writes its own "keep" entry
+        if kind == "plink":
             return read_plink(
                 plink_prefix(path) if opened is None else opened, samples=samples,
                 region=region, num_threads=num_threads
             )
-        ids, n_input, paired = _keep_ids(path, kind, samples)
         if kind == "pgen":
-            genotypes = read_pgen(pgen_prefix(path), samples=ids, region=region)
-        elif kind == "vcz":
-            genotypes = read_vcz(path, samples=ids, region=region)
-        else:
-            genotypes = read_vcf(path, samples=ids, region=region)
-    if samples is not None:  # after the reader's own entries, before the filters'
-        genotypes.filter_log.append(keep_entry(
-            samples, n_input, genotypes.n_individuals, paired=paired))
-    return genotypes
-
-
-def _keep_ids(path, kind: str, samples):
-    """The IDs that a .pgen, VCF or Zarr reader takes for ``samples``.
-
-    A ``.pgen`` whose ``.psam`` has FIDs takes a two-column ``--keep``
-    file's (FID, IID) pairs (:func:`~admixspec.io.pgen.read_pgen`); the
-    others match IIDs.
-
-    Returns
-    -------
-    ids : KeepList, list of str or None
-    n_input : int
-        The input's samples (0 without ``samples``).
-    paired : bool
-        Whether (FID, IID) pairs are matched.
-    """
-    if samples is None:
-        return None, 0, False
-    iids, fids = input_samples(path)
-    paired = (kind == "pgen" and fids is not None
-              and getattr(samples, "families", None) is not None)
-    return (samples if paired else list(samples)), len(iids), paired
+            return read_pgen(pgen_prefix(path), samples=samples, region=region)
+        if kind == "vcz":
+            return read_vcz(path, samples=samples, region=region)
+        return read_vcf(path, samples=samples, region=region)
 
 
 def open_streamed(path, *, memory_bytes: float, samples=None, region=None, maf=0.0,

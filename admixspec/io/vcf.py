@@ -73,6 +73,7 @@ from .calls import (
 from .common import (
     empty_region_error,
     first_duplicate,
+    keep_entry,
     parse_region,
     sample_rows,
     temporary_beside,
@@ -386,6 +387,7 @@ def _read_vcf(path: Path, samples, region, block_size, log: _HtslibLog) -> Genot
     vcf = _open_vcf(path, log=log)
     try:
         file_samples = list(vcf.samples)
+        n_input = len(file_samples)
         if not file_samples:
             raise InputError("has no samples (no genotype columns)", path=path)
         if not _header_has_gt(vcf):
@@ -420,6 +422,9 @@ def _read_vcf(path: Path, samples, region, block_size, log: _HtslibLog) -> Genot
         source=str(path),
     )
     genotypes.filter_log.extend(read_log_entries(skipped, n_records, ploidy_counts))
+    if samples is not None:
+        genotypes.filter_log.append(keep_entry(samples, n_input, len(file_samples),
+                                               paired=False))
     return genotypes
 
 

@@ -356,6 +356,9 @@ def read_vcz(path, *, samples=None, region: str | None = None) -> Genotypes:
         source=str(path),
     )
     genotypes.filter_log.extend(read_log_entries(skipped, n_records, ploidy_counts))
+    if samples is not None:
+        genotypes.filter_log.append(keep_entry(samples, len(file_samples), len(rows),
+                                               paired=False))
     return genotypes
 
 
